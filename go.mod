@@ -1,0 +1,3 @@
+module github.com/skipjack-dev/skipjack
+
+go 1.26

@@ -1,0 +1,51 @@
+package skipjack
+
+import (
+	"log/slog"
+	"time"
+)
+
+// WorkerConfig configures a Worker. The zero value is a good production
+// default; every field documents its default.
+type WorkerConfig struct {
+	// Concurrency is how many handlers run at once. Default 100. The worker
+	// also prefetches at most Concurrency further jobs, so one process never
+	// holds more than 2*Concurrency jobs of a queue. The pool passed to
+	// NewWorker should allow Concurrency + 3 connections when handlers use
+	// it; the worker logs a warning at start when it is smaller.
+	Concurrency int
+	// BatchSize caps how many jobs one claim statement takes and how many
+	// acknowledgements one statement carries. Default 100.
+	BatchSize int
+	// PollInterval is how often an idle worker looks for due jobs when no
+	// notification arrives (and the only wake-up of notify: false queues).
+	// Default 1s.
+	PollInterval time.Duration
+	// AckDelay is how long a completed job may wait for more
+	// acknowledgements before they are flushed together. Default 5ms.
+	AckDelay time.Duration
+	// ShutdownTimeout is how long in-flight handlers may run after Run's
+	// context is cancelled before their own contexts are cancelled.
+	// Default 30s.
+	ShutdownTimeout time.Duration
+	// Logger receives the worker's structured logs. Default slog.Default().
+	Logger *slog.Logger
+	// Hooks receives events for metrics and tracing. Default none.
+	Hooks Hooks
+	// WorkerID identifies this worker in the jobs it claims and in their
+	// error history. Default hostname:pid:random.
+	WorkerID string
+}
+
+// Hooks receives worker events, so that metrics or tracing adapters can be
+// written outside the runtime. Implementations must be safe for concurrent
+// use and fast: they run on the worker's goroutines.
+type Hooks interface {
+	// JobDone is called after each handler returns, with the queue, the
+	// job's id and attempt, how long the handler ran, and its error (nil on
+	// success).
+	JobDone(queue string, id int64, attempt int, took time.Duration, err error)
+	// Claimed is called after each claim statement with the number of jobs
+	// it returned and how long it took.
+	Claimed(queue string, n int, took time.Duration)
+}

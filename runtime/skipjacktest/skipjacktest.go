@@ -1,0 +1,307 @@
+// Package skipjacktest gives tests a real, isolated PostgreSQL database.
+//
+// It finds a server the same way everywhere: $DATABASE_URL if set, else a
+// server on 127.0.0.1:5432 as user postgres, else a throwaway cluster that it
+// starts itself with initdb and pg_ctl found on PATH or under
+// /usr/lib/postgresql/*/bin (listening only on a unix socket in a temporary
+// folder, and stopped when the test binary exits). Each call to NewDatabase
+// creates a fresh database that is dropped when the test ends, so tests that
+// run in parallel never see each other's rows.
+//
+// A typical test:
+//
+//	func TestSomething(t *testing.T) {
+//		t.Parallel()
+//		pool := skipjacktest.NewPool(t)
+//		// use pool; the database is dropped after the test
+//	}
+//
+// Call Main from TestMain to stop a throwaway cluster as soon as the tests
+// finish; without it the cluster still stops, shortly after the test binary
+// exits.
+package skipjacktest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultURL is the server tried when $DATABASE_URL is not set.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// howToGetOne is appended to every "no server" error.
+const howToGetOne = "set DATABASE_URL to a PostgreSQL server, start one on 127.0.0.1:5432 " +
+	"(user postgres, trust auth), or install the PostgreSQL server binaries " +
+	"(initdb, pg_ctl; e.g. apt-get install postgresql) so a throwaway cluster can be started"
+
+var (
+	serverOnce sync.Once
+	serverURL  string
+	serverErr  error
+	cluster    *localCluster
+)
+
+// ServerURL returns the connection URL of the PostgreSQL server tests use,
+// finding or starting it on first use. The URL names the server's
+// maintenance database; use NewDatabase for a database of your own.
+func ServerURL() (string, error) {
+	serverOnce.Do(func() { serverURL, serverErr = findServer() })
+	return serverURL, serverErr
+}
+
+// Main runs the tests of a package and then stops the throwaway cluster, if
+// one was started. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	Stop()
+	return code
+}
+
+// Stop stops the throwaway cluster if this process started one. It is safe
+// to call more than once and when no cluster was started.
+func Stop() {
+	if cluster != nil {
+		cluster.stop()
+	}
+}
+
+// NewDatabase creates an empty database for the test and returns its URL.
+// The database is dropped (with FORCE, closing leftover connections) when the
+// test and its subtests have finished.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	base, err := ServerURL()
+	if err != nil {
+		t.Fatalf("skipjacktest: %v", err)
+	}
+	name := "skipjacktest_" + randomSuffix()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := adminExec(ctx, base, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE template0"); err != nil {
+		t.Fatalf("skipjacktest: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := adminExec(ctx, base, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("skipjacktest: drop database %s: %v", name, err)
+		}
+	})
+	u, err := withDatabase(base, name)
+	if err != nil {
+		t.Fatalf("skipjacktest: %v", err)
+	}
+	return u
+}
+
+// NewPool creates a fresh database for the test and returns a pool connected
+// to it, closed when the test ends (before the database is dropped).
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return NewPoolConfig(t, nil)
+}
+
+// NewPoolConfig is NewPool with a hook that may adjust the pool's
+// configuration (for example MaxConns) before the pool is created.
+func NewPoolConfig(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	dbURL := NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatalf("skipjacktest: parse %s: %v", dbURL, err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("skipjacktest: connect: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func adminExec(ctx context.Context, base, sql string) error {
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// withDatabase returns base with its database replaced by name. It handles
+// both URL and keyword/value connection strings.
+func withDatabase(base, name string) (string, error) {
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		u, err := url.Parse(base)
+		if err != nil {
+			return "", fmt.Errorf("parse server URL: %w", err)
+		}
+		u.Path = "/" + name
+		return u.String(), nil
+	}
+	return base + " dbname=" + name, nil
+}
+
+func findServer() (string, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		if err := ping(u); err != nil {
+			return "", fmt.Errorf("DATABASE_URL is set but the server does not answer: %w", err)
+		}
+		return u, nil
+	}
+	// SKIPJACKTEST_NO_DEFAULT=1 skips the default server; the harness's own
+	// tests use it to exercise the throwaway cluster.
+	if os.Getenv("SKIPJACKTEST_NO_DEFAULT") == "" && ping(DefaultURL) == nil {
+		return DefaultURL, nil
+	}
+	c, err := startCluster()
+	if err != nil {
+		return "", fmt.Errorf("no PostgreSQL server found and none could be started (%v); %s", err, howToGetOne)
+	}
+	cluster = c
+	return c.url, nil
+}
+
+func ping(u string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
+}
+
+// localCluster is a throwaway PostgreSQL cluster in a temporary folder.
+type localCluster struct {
+	dir      string
+	pgCtl    string
+	asUser   string // run pg_ctl as this user (when the process runs as root)
+	url      string
+	stopOnce sync.Once
+}
+
+// findBinDir returns a folder that holds initdb and pg_ctl: PATH first, then
+// the newest /usr/lib/postgresql/*/bin.
+func findBinDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := exec.LookPath("pg_ctl"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if isExecutable(filepath.Join(d, "initdb")) && isExecutable(filepath.Join(d, "pg_ctl")) {
+			return d, nil
+		}
+	}
+	return "", errors.New("initdb and pg_ctl are neither on PATH nor under /usr/lib/postgresql/*/bin")
+}
+
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&0o111 != 0
+}
+
+func startCluster() (*localCluster, error) {
+	bin, err := findBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "skipjacktest-pg-")
+	if err != nil {
+		return nil, err
+	}
+	c := &localCluster{dir: dir, pgCtl: filepath.Join(bin, "pg_ctl")}
+	// initdb refuses to run as root: run it and the server as "postgres".
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			return nil, errors.New("running as root and there is no postgres user to run initdb as")
+		}
+		c.asUser = "postgres"
+		if out, err := exec.Command("chown", "-R", "postgres", dir).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := c.command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=200", dir)
+	if out, err := c.command(c.pgCtl, "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pg_ctl start: %v: %s", err, out)
+	}
+	c.url = fmt.Sprintf("host=%s user=postgres dbname=postgres sslmode=disable", dir)
+	c.watchParent()
+	return c, nil
+}
+
+func (c *localCluster) command(name string, args ...string) *exec.Cmd {
+	if c.asUser != "" {
+		return exec.Command("runuser", append([]string{"-u", c.asUser, "--", name}, args...)...)
+	}
+	return exec.Command(name, args...)
+}
+
+// watchParent starts a detached watchdog that stops the cluster once this
+// process has exited, so a test binary without Main leaves nothing behind.
+func (c *localCluster) watchParent() {
+	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 1; done; %s; rm -rf %s",
+		os.Getpid(), c.stopCommandLine(), c.dir)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = detached()
+	_ = cmd.Start()
+}
+
+func (c *localCluster) stopCommandLine() string {
+	line := fmt.Sprintf("%s -D %s/data -m immediate stop >/dev/null 2>&1", c.pgCtl, c.dir)
+	if c.asUser != "" {
+		line = "runuser -u " + c.asUser + " -- " + line
+	}
+	return line
+}
+
+func (c *localCluster) stop() {
+	c.stopOnce.Do(func() {
+		_ = c.command(c.pgCtl, "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "stop").Run()
+		_ = os.RemoveAll(c.dir)
+	})
+}

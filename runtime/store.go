@@ -1,0 +1,121 @@
+package skipjack
+
+import (
+	"context"
+	"time"
+)
+
+// QueueSpec describes one queue to the runtime. Generated packages build it
+// from the YAML; applications do not need to.
+type QueueSpec struct {
+	// Name is the queue's name as declared in the YAML (send_email).
+	Name string
+	// Channel is the NOTIFY channel the queue's insert trigger signals, or ""
+	// when the queue was declared with notify: false (poll only).
+	Channel string
+	// MaxAttempts is the queue's default max_attempts.
+	MaxAttempts int
+	// BackoffMin and BackoffMax bound the exponential retry delay.
+	BackoffMin, BackoffMax time.Duration
+	// Timeout is the handler's deadline per attempt.
+	Timeout time.Duration
+	// Lease is how long a claim lasts without a heartbeat.
+	Lease time.Duration
+	// Priority reports whether per-job priority is enabled.
+	Priority bool
+	// RetainCompleted is how long completed jobs are kept; 0 deletes at ack.
+	RetainCompleted time.Duration
+	// RetainFailed is how long failed jobs are kept; 0 keeps them forever.
+	RetainFailed time.Duration
+}
+
+// ClaimedRow is a job row as the claim statement returns it, before its
+// payload is decoded.
+type ClaimedRow struct {
+	ID          int64
+	Attempt     int32
+	Claim       int32
+	MaxAttempts int32
+	Priority    int16
+	Payload     []byte
+	RunAt       time.Time
+	CreatedAt   time.Time
+	Rescues     int32
+	Errors      []byte
+}
+
+// Outcome says what a resolution does with a job that did not complete.
+type Outcome string
+
+// The outcomes of Store.Resolve.
+const (
+	// OutcomeRetry makes the job pending again after Delay, or failed when
+	// its attempts are used up.
+	OutcomeRetry Outcome = "retry"
+	// OutcomeFail marks the job failed now.
+	OutcomeFail Outcome = "fail"
+	// OutcomeSnooze makes the job pending again after Delay without
+	// counting the attempt.
+	OutcomeSnooze Outcome = "snooze"
+)
+
+// Resolution is the result of one attempt that did not complete.
+type Resolution struct {
+	ID      int64
+	Claim   int32
+	Outcome Outcome
+	Delay   time.Duration
+	Message string
+}
+
+// Store is the SQL the runtime runs against one queue's table. Every
+// generated queue package implements it on top of the sqlc code generated
+// for that queue; all methods are single autocommit statements.
+//
+// Every method that writes to claimed jobs matches each job's id and claim
+// token while the job is running, so a writer whose lease was lost never
+// touches a newer attempt; batched writes lock rows in id order.
+type Store interface {
+	// Claim marks up to limit due pending jobs running under a lease and
+	// returns them (FOR NO KEY UPDATE SKIP LOCKED).
+	Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error)
+	// Complete acknowledges completed jobs (deleting them or marking them
+	// completed, per the queue's retention) and returns the ids it matched.
+	Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error)
+	// Resolve applies retries, failures and snoozes and returns the ids it
+	// matched.
+	Resolve(ctx context.Context, rs []Resolution) ([]int64, error)
+	// Heartbeat extends the leases of the given jobs and returns the ids
+	// that are still owned by these claims.
+	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) ([]int64, error)
+	// Release makes claimed jobs pending again, restoring their attempt.
+	Release(ctx context.Context, ids []int64, claims []int32) (int64, error)
+	// Rescue makes up to limit jobs whose lease lapsed pending again
+	// (restoring their attempt), or failed after too many rescues, and
+	// returns how many it touched.
+	Rescue(ctx context.Context, limit int) (int64, error)
+	// Prune deletes up to limit completed jobs older than completedAge
+	// (when completedAge > 0) and failed jobs older than failedAge (when
+	// failedAge > 0), returning how many it deleted.
+	Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error)
+	// Stats counts the queue's jobs by state.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Stats counts a queue's jobs by state.
+type Stats struct {
+	// Pending counts pending jobs that are due.
+	Pending int64 `json:"pending"`
+	// Scheduled counts pending jobs whose run_at is in the future (delays,
+	// backoff, snoozes).
+	Scheduled int64 `json:"scheduled"`
+	// Running counts claimed jobs.
+	Running int64 `json:"running"`
+	// Completed counts retained completed jobs (0 when they are deleted at
+	// ack).
+	Completed int64 `json:"completed"`
+	// Failed counts retained failed jobs.
+	Failed int64 `json:"failed"`
+	// OldestPending is how long the oldest due pending job has waited.
+	OldestPending time.Duration `json:"oldest_pending"`
+}
