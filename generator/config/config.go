@@ -21,6 +21,8 @@ type Config struct {
 	// Out is the root folder of the generated Go packages, as written in the
 	// YAML (slash-separated, relative to Dir).
 	Out string
+	// OutPos is where out is written (or the top of the file when missing).
+	OutPos Pos
 	// Migrations says where migration files go and in which format.
 	Migrations Migrations
 	// Schema is the Postgres schema of the queue tables (default skipjack).
@@ -139,4 +141,15 @@ type StorageParam struct {
 // Pos is a position in the YAML file.
 type Pos struct {
 	Line, Col int
+}
+
+// LiveQueues returns the queues that are not dropped, in file order.
+func (c *Config) LiveQueues() []Queue {
+	var live []Queue
+	for _, q := range c.Queues {
+		if !q.Dropped {
+			live = append(live, q)
+		}
+	}
+	return live
 }
