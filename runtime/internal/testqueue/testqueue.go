@@ -64,4 +64,41 @@ CREATE TRIGGER "demo_notify" AFTER INSERT ON "skipjack"."demo"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."demo_notify"();
 `,
 	},
+	{
+		Version: 2,
+		Name:    "0002_fast",
+		Up: `CREATE TABLE "skipjack"."fast" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 3 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]'
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "fast_claim_idx" ON "skipjack"."fast" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "fast_lease_idx" ON "skipjack"."fast" ("lease_expires_at") WHERE "state" = 'running';
+
+CREATE INDEX "fast_finished_idx" ON "skipjack"."fast" ("finished_at") WHERE "state" IN ('completed', 'failed');
+
+CREATE FUNCTION "skipjack"."fast_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('skipjack.fast', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "fast_notify" AFTER INSERT ON "skipjack"."fast"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."fast_notify"();
+`,
+	},
 }

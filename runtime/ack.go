@@ -1,0 +1,170 @@
+package skipjack
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// flushLoop writes results (acknowledgements and resolutions) in batches:
+// as soon as BatchSize of them are waiting, or when the oldest has waited
+// AckDelay. One statement runs at a time, so while it runs the next batch
+// grows; under load batches fill up by themselves. When final is closed it
+// flushes everything that is left, on a fresh bounded context, and returns.
+func (r *runner[T]) flushLoop(final <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	bo := loopBackoff{max: dbRetryMax}
+	var deadline time.Time // of the final flush
+	stopping := false
+
+	for {
+		if !stopping {
+			select {
+			case <-final:
+				stopping = true
+				deadline = time.Now().Add(finalFlushTimeout)
+			default:
+			}
+		}
+		r.mu.Lock()
+		n := len(r.acks) + len(r.resolves)
+		wait := r.cfg.AckDelay - time.Since(r.pendingSince)
+		r.mu.Unlock()
+
+		if n > 0 && (stopping || n >= r.cfg.BatchSize || wait <= 0) {
+			ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+			if stopping {
+				ctx, cancel = context.WithDeadline(context.Background(), deadline)
+			}
+			err := r.flush(ctx)
+			cancel()
+			if err == nil {
+				bo.reset()
+				continue
+			}
+			d := bo.next()
+			if stopping && time.Now().Add(d).After(deadline) {
+				r.log.Error("skipjack: giving up on flushing results at shutdown; these jobs run again once their leases lapse",
+					"error", err, "jobs", r.unflushed())
+				return
+			}
+			r.log.Warn("skipjack: flushing job results failed; retrying", "error", err, "retry_in", d)
+			timer.Reset(d)
+			<-timer.C
+			continue
+		}
+		if stopping {
+			return
+		}
+		if n > 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-r.kick:
+		case <-timer.C:
+		case <-final:
+		}
+		timer.Stop()
+	}
+}
+
+func (r *runner[T]) unflushed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acks) + len(r.resolves)
+}
+
+// flush writes one batch of acknowledgements and one of resolutions.
+func (r *runner[T]) flush(ctx context.Context) error {
+	if acks := r.take(&r.acks); len(acks) > 0 {
+		ids, claims := idsAndClaims(acks)
+		matched, err := r.store.Complete(ctx, ids, claims)
+		r.settle(&r.acks, acks, matched, err)
+		if err != nil {
+			return fmt.Errorf("complete %s: %w", r.spec.Name, err)
+		}
+	}
+	if res := r.take(&r.resolves); len(res) > 0 {
+		rs := make([]Resolution, len(res))
+		for i, e := range res {
+			rs[i] = e.res
+		}
+		matched, err := r.store.Resolve(ctx, rs)
+		r.settle(&r.resolves, res, matched, err)
+		if err != nil {
+			return fmt.Errorf("resolve %s: %w", r.spec.Name, err)
+		}
+	}
+	return nil
+}
+
+// take removes up to BatchSize results from *list, skipping those whose
+// lease was lost, and marks them settling.
+func (r *runner[T]) take(list *[]*entry[T]) []*entry[T] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*entry[T]
+	i := 0
+	for ; i < len(*list) && len(out) < r.cfg.BatchSize; i++ {
+		e := (*list)[i]
+		if e.lost {
+			continue
+		}
+		e.settling = true
+		out = append(out, e)
+	}
+	*list = append((*list)[:0:0], (*list)[i:]...)
+	r.flushing += len(out)
+	return out
+}
+
+// settle records the outcome of a flush statement. On error the batch goes
+// back to the front of *list to be retried; otherwise its jobs are no
+// longer held. Jobs the statement did not match had lost their lease.
+func (r *runner[T]) settle(list *[]*entry[T], batch []*entry[T], matched []int64, err error) {
+	r.mu.Lock()
+	r.flushing -= len(batch)
+	if err != nil {
+		for _, e := range batch {
+			e.settling = false
+		}
+		*list = append(batch, *list...)
+	} else {
+		for _, e := range batch {
+			r.forget(e)
+		}
+		if len(*list) == 0 && len(r.acks)+len(r.resolves) == 0 {
+			r.pendingSince = time.Time{}
+		}
+	}
+	r.mu.Unlock()
+	signal(r.slotFreed)
+	if err == nil && len(matched) < len(batch) {
+		r.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
+			"results", len(batch), "matched", len(matched))
+	}
+}
+
+// CompleteTx acknowledges job by running complete (the queue's fenced
+// single-job acknowledgement) in the caller's transaction, so that the
+// handler's writes and the acknowledgement commit or roll back together.
+// Generated packages wrap it as CompleteTx(ctx, tx, job).
+//
+// It returns an error wrapping ErrLeaseLost when this attempt no longer
+// owns the job; the caller should roll back. After it succeeds the worker
+// does not acknowledge the job again when the handler returns nil. If the
+// transaction then rolls back, the handler should return an error: the
+// job is retried as usual.
+func CompleteTx[T any](ctx context.Context, job *Job[T], complete func(ctx context.Context, id int64, claim int32) (int64, error)) error {
+	n, err := complete(ctx, job.ID, job.claim)
+	if err != nil {
+		return fmt.Errorf("complete job %d: %w", job.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("complete job %d: %w", job.ID, ErrLeaseLost)
+	}
+	job.txAcked.Store(true)
+	return nil
+}

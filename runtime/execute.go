@@ -1,0 +1,153 @@
+package skipjack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// errTimeout is the cause of a handler context whose attempt overran the
+// queue's timeout.
+var errTimeout = errors.New("skipjack: handler timeout")
+
+// handlerLoop is one of the Concurrency handler goroutines.
+func (r *runner[T]) handlerLoop() {
+	for {
+		select {
+		case <-r.stopHandlers:
+			return
+		case <-r.avail:
+		}
+		if e, ctx := r.pop(); e != nil {
+			r.execute(ctx, e)
+		}
+	}
+}
+
+// pop takes the next prefetched job and marks it started, or returns nil
+// when the worker is stopping or the job's lease was lost meanwhile.
+func (r *runner[T]) pop() (*entry[T], context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || len(r.queue) == 0 {
+		return nil, nil
+	}
+	e := r.queue[0]
+	r.queue[0] = nil
+	r.queue = r.queue[1:]
+	if e.lost {
+		r.inflight--
+		signal(r.slotFreed)
+		return nil, nil
+	}
+	e.job = newJob[T](&e.row)
+	ctx, cancel := context.WithCancelCause(r.handlerCtx)
+	e.cancel = cancel
+	return e, ctx
+}
+
+// execute runs one job's handler and records its result.
+func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
+	job := e.job
+	if err := json.Unmarshal(e.row.Payload, &job.Payload); err != nil {
+		err = fmt.Errorf("decode payload: %w", err)
+		r.jobDone(job, 0, err)
+		e.cancel(nil)
+		r.finish(e, Resolution{Outcome: OutcomeFail, Message: err.Error()}, false)
+		return
+	}
+
+	hctx, cancel := context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
+	start := time.Now()
+	err := r.call(hctx, job)
+	took := time.Since(start)
+	timedOut := context.Cause(hctx) == errTimeout
+	cancel()
+	e.cancel(nil)
+
+	if timedOut {
+		if err == nil {
+			err = fmt.Errorf("handler overran its %v timeout", r.spec.Timeout)
+		} else {
+			err = fmt.Errorf("handler overran its %v timeout: %w", r.spec.Timeout, err)
+		}
+	}
+	r.jobDone(job, took, err)
+	if err == nil {
+		r.finish(e, Resolution{}, true)
+		return
+	}
+	r.finish(e, r.resolution(job, err), false)
+}
+
+// call runs the handler, turning a panic into an error.
+func (r *runner[T]) call(ctx context.Context, job *Job[T]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("skipjack: handler panicked",
+				"job_id", job.ID, "attempt", job.Attempt, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return r.w.handle(ctx, job)
+}
+
+func (r *runner[T]) jobDone(job *Job[T], took time.Duration, err error) {
+	if r.cfg.Hooks != nil {
+		r.cfg.Hooks.JobDone(r.spec.Name, job.ID, job.Attempt, took, err)
+	}
+	if err != nil {
+		r.log.Debug("skipjack: job attempt failed", "job_id", job.ID, "attempt", job.Attempt, "error", err)
+	}
+}
+
+// resolution turns a handler error into what happens to the job.
+func (r *runner[T]) resolution(job *Job[T], err error) Resolution {
+	res := Resolution{ID: job.ID, Claim: job.claim, Message: err.Error()}
+	var perm *PermanentError
+	var snooze *SnoozeError
+	switch {
+	case errors.As(err, &perm):
+		res.Outcome = OutcomeFail
+	case errors.As(err, &snooze):
+		res.Outcome = OutcomeSnooze
+		res.Delay = max(snooze.Duration, r.cfg.PollInterval)
+		res.Message = ""
+	default:
+		res.Outcome = OutcomeRetry
+		res.Delay = retryDelay(job.Attempt, r.spec.BackoffMin, r.spec.BackoffMax)
+	}
+	return res
+}
+
+// finish records the result of a job whose handler returned: an
+// acknowledgement when completed, a resolution otherwise. Results of jobs
+// whose lease was lost are dropped, and jobs acknowledged by CompleteTx are
+// not acknowledged again.
+func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
+	r.mu.Lock()
+	r.inflight--
+	e.cancel = nil
+	switch {
+	case e.lost:
+	case completed && e.job.txAcked.Load():
+		r.forget(e)
+	default:
+		if len(r.acks)+len(r.resolves) == 0 {
+			r.pendingSince = time.Now()
+		}
+		if completed {
+			r.acks = append(r.acks, e)
+		} else {
+			res.ID, res.Claim = e.row.ID, e.row.Claim
+			e.res = res
+			r.resolves = append(r.resolves, e)
+		}
+	}
+	r.mu.Unlock()
+	signal(r.slotFreed)
+	signal(r.kick)
+}

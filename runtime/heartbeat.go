@@ -1,0 +1,79 @@
+package skipjack
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// heartbeatLoop extends the leases of every job the worker holds
+// (prefetched, running, or done but not yet acknowledged) with one
+// statement every Lease/3, until stop is closed.
+func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
+	interval := r.spec.Lease / 3
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if err := r.heartbeat(interval); err != nil {
+			r.log.Warn("skipjack: heartbeat failed; leases lapse if it keeps failing", "error", err)
+		}
+	}
+}
+
+// heartbeat runs one heartbeat. Jobs it no longer owns lost their lease
+// (another worker's rescuer took them back): their handlers' contexts are
+// cancelled with ErrLeaseLost and their results are dropped.
+func (r *runner[T]) heartbeat(timeout time.Duration) error {
+	r.mu.Lock()
+	es := make([]*entry[T], 0, len(r.held))
+	for _, e := range r.held {
+		if !e.lost {
+			es = append(es, e)
+		}
+	}
+	r.mu.Unlock()
+	if len(es) == 0 {
+		return nil
+	}
+
+	ids, claims := idsAndClaims(es)
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
+	kept, err := r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("heartbeat %s: %w", r.spec.Name, err)
+	}
+	if len(kept) == len(es) {
+		return nil
+	}
+	alive := make(map[int64]bool, len(kept))
+	for _, id := range kept {
+		alive[id] = true
+	}
+	lost := 0
+	r.mu.Lock()
+	for _, e := range es {
+		if alive[e.row.ID] || e.lost || e.settling || r.held[e.row.ID] != e {
+			continue // kept, or acknowledged or released meanwhile
+		}
+		if e.job != nil && e.job.txAcked.Load() {
+			continue // acknowledged by CompleteTx
+		}
+		e.lost = true
+		r.forget(e)
+		if e.cancel != nil {
+			e.cancel(ErrLeaseLost)
+		}
+		lost++
+	}
+	r.mu.Unlock()
+	if lost > 0 {
+		r.log.Warn("skipjack: lost the lease of jobs; their handlers are cancelled and their results dropped", "jobs", lost)
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package skipjack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Wake-ups are shared: a process holds ONE listening connection per
+// database, however many workers and queues it runs. The registry below is
+// the runtime's only package-level state. It is keyed by the pool's
+// connection string (and the host, port, database and user it resolves to),
+// and reference counted: the first worker of a database to start creates
+// the listener, the last one to stop closes its connection and waits for
+// its goroutine, so no goroutine outlives the last Run.
+//
+// The listener runs on a dedicated pgx.Conn built from the pool's
+// ConnConfig, not on a pooled connection, so it never takes a slot from
+// handlers. It LISTENs to the channel of every subscribed queue, pings the
+// server when it has been quiet for listenerPing, and after a reconnect
+// re-LISTENs and wakes every subscribed worker once, because notifications
+// sent while it was disconnected are lost. Workers poll every PollInterval
+// as well, so a listener that cannot connect delays jobs but never strands
+// them.
+var listeners = struct {
+	mu sync.Mutex
+	m  map[string]*listener
+}{m: make(map[string]*listener)}
+
+const (
+	// listenerPing is how long the listener waits for a notification
+	// before it pings the server to detect a dead connection.
+	listenerPing = 5 * time.Second
+	// listenerTimeout bounds connecting, LISTEN and ping.
+	listenerTimeout = 10 * time.Second
+)
+
+// listener is one process's LISTEN connection to one database.
+type listener struct {
+	config *pgx.ConnConfig
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	subs       map[string]map[*subscription]struct{} // channel -> subscribers
+	refs       int
+	dirty      bool               // the set of channels changed since the last LISTEN sync
+	waitCancel context.CancelFunc // interrupts the current wait, or nil
+}
+
+// subscription is one worker's interest in one channel.
+type subscription struct {
+	channel string
+	wake    chan struct{}
+}
+
+// listenerKey identifies the database a pool connects to.
+func listenerKey(pool *pgxpool.Pool) (string, *pgx.ConnConfig) {
+	cfg := pool.Config().ConnConfig
+	key := fmt.Sprintf("%s|%s:%d/%s?user=%s", cfg.ConnString(), cfg.Host, cfg.Port, cfg.Database, cfg.User)
+	return key, cfg
+}
+
+// subscribe registers interest in channel on the listener of pool's
+// database, starting the listener if needed. The returned channel receives
+// a value (coalesced) whenever channel is notified and after every
+// (re)connect; unsubscribe must be called exactly once and returns after
+// the listener's goroutine has ended if this was its last subscriber.
+func subscribe(pool *pgxpool.Pool, channel string, log *slog.Logger) (<-chan struct{}, func()) {
+	key, cfg := listenerKey(pool)
+	s := &subscription{channel: channel, wake: make(chan struct{}, 1)}
+
+	listeners.mu.Lock()
+	l := listeners.m[key]
+	if l == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		l = &listener{
+			config: cfg,
+			log:    log,
+			cancel: cancel,
+			done:   make(chan struct{}),
+			subs:   make(map[string]map[*subscription]struct{}),
+		}
+		listeners.m[key] = l
+		go l.run(ctx)
+	}
+	l.add(s)
+	listeners.mu.Unlock()
+
+	var once sync.Once
+	return s.wake, func() {
+		once.Do(func() {
+			listeners.mu.Lock()
+			last := l.remove(s)
+			if last {
+				delete(listeners.m, key)
+			}
+			listeners.mu.Unlock()
+			if last {
+				l.cancel()
+				<-l.done
+			}
+		})
+	}
+}
+
+func (l *listener) add(s *subscription) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	set := l.subs[s.channel]
+	if set == nil {
+		set = make(map[*subscription]struct{})
+		l.subs[s.channel] = set
+		l.dirty = true
+		if l.waitCancel != nil {
+			l.waitCancel()
+		}
+	}
+	set[s] = struct{}{}
+	l.refs++
+}
+
+// remove drops s and reports whether it was the last subscriber.
+func (l *listener) remove(s *subscription) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	set := l.subs[s.channel]
+	delete(set, s)
+	if len(set) == 0 {
+		delete(l.subs, s.channel)
+		l.dirty = true
+	}
+	l.refs--
+	return l.refs == 0
+}
+
+// wake signals every subscriber of channel, or of every channel when
+// channel is "".
+func (l *listener) wake(channel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ch, set := range l.subs {
+		if channel != "" && ch != channel {
+			continue
+		}
+		for s := range set {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// run keeps a listening connection open until ctx is cancelled.
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	bo := loopBackoff{max: 10 * time.Second}
+	for {
+		err := l.session(ctx, &bo)
+		if ctx.Err() != nil {
+			return
+		}
+		d := bo.next()
+		l.log.Warn("skipjack: listener connection failed; workers fall back to polling until it reconnects",
+			"error", err, "retry_in", d)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// session runs one connection: connect, LISTEN, wake everyone once, then
+// deliver notifications until the connection fails or ctx is cancelled.
+func (l *listener) session(ctx context.Context, bo *loopBackoff) error {
+	cctx, cancel := context.WithTimeout(ctx, listenerTimeout)
+	conn, err := pgx.ConnectConfig(cctx, l.config.Copy())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), listenerTimeout)
+		defer cancel()
+		conn.Close(cctx)
+	}()
+
+	listening := make(map[string]bool)
+	connected := false
+	for {
+		if err := l.sync(ctx, conn, listening, !connected); err != nil {
+			return err
+		}
+		if !connected {
+			connected = true
+			bo.reset()
+		}
+
+		wctx, wcancel := context.WithTimeout(ctx, listenerPing)
+		l.mu.Lock()
+		if l.dirty {
+			l.mu.Unlock()
+			wcancel()
+			continue
+		}
+		l.waitCancel = wcancel
+		l.mu.Unlock()
+
+		n, err := conn.WaitForNotification(wctx)
+
+		l.mu.Lock()
+		l.waitCancel = nil
+		l.mu.Unlock()
+		timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded)
+		wcancel()
+
+		switch {
+		case n != nil:
+			l.wake(n.Channel)
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && conn.IsClosed():
+			return fmt.Errorf("wait for notification: %w", err)
+		case err != nil && timedOut:
+			pctx, cancel := context.WithTimeout(ctx, listenerTimeout)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("ping: %w", err)
+			}
+		case err != nil && wctx.Err() == nil:
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+// sync makes the connection LISTEN to exactly the subscribed channels and
+// wakes the subscribers of newly listened channels (all of them after a
+// reconnect), whose notifications may have been missed before.
+func (l *listener) sync(ctx context.Context, conn *pgx.Conn, listening map[string]bool, all bool) error {
+	l.mu.Lock()
+	l.dirty = false
+	want := make(map[string]bool, len(l.subs))
+	for ch := range l.subs {
+		want[ch] = true
+	}
+	l.mu.Unlock()
+
+	var added []string
+	for ch := range want {
+		if listening[ch] {
+			continue
+		}
+		if err := l.exec(ctx, conn, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return fmt.Errorf("listen %s: %w", ch, err)
+		}
+		listening[ch] = true
+		added = append(added, ch)
+	}
+	for ch := range listening {
+		if want[ch] {
+			continue
+		}
+		if err := l.exec(ctx, conn, "UNLISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return fmt.Errorf("unlisten %s: %w", ch, err)
+		}
+		delete(listening, ch)
+	}
+	if all {
+		l.wake("")
+		return nil
+	}
+	for _, ch := range added {
+		l.wake(ch)
+	}
+	return nil
+}
+
+func (l *listener) exec(ctx context.Context, conn *pgx.Conn, sql string) error {
+	ctx, cancel := context.WithTimeout(ctx, listenerTimeout)
+	defer cancel()
+	_, err := conn.Exec(ctx, sql)
+	return err
+}

@@ -1,0 +1,91 @@
+package skipjack
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+const (
+	// maintainBatch bounds the rows one rescue or prune statement touches.
+	maintainBatch = 1000
+	// maintainRounds bounds the statements of one rescue or prune run.
+	maintainRounds = 10
+	// pruneEvery is how often retained jobs are pruned.
+	pruneEvery = time.Minute
+)
+
+// maintainLoop rescues jobs whose lease lapsed (every Lease/2, with
+// jitter, starting at once) and, when the queue retains finished jobs,
+// prunes old ones (every minute), until stop is closed. Every worker does
+// this: both statements are cheap indexed queries that skip locked rows.
+func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
+	rescue := time.NewTimer(0)
+	defer rescue.Stop()
+	prune := time.NewTimer(jitter(pruneEvery))
+	defer prune.Stop()
+	pruning := r.spec.RetainCompleted > 0 || r.spec.RetainFailed > 0
+	if !pruning {
+		prune.Stop()
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-rescue.C:
+			if err := r.rescue(); err != nil {
+				r.log.Warn("skipjack: rescuing lapsed leases failed", "error", err)
+			}
+			rescue.Reset(jitter(r.spec.Lease / 2))
+		case <-prune.C:
+			if err := r.prune(); err != nil {
+				r.log.Warn("skipjack: pruning finished jobs failed", "error", err)
+			}
+			prune.Reset(jitter(pruneEvery))
+		}
+	}
+}
+
+// rescue makes jobs whose lease lapsed pending again and wakes the fetcher
+// when it found any.
+func (r *runner[T]) rescue() error {
+	var total int64
+	for range maintainRounds {
+		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+		n, err := r.store.Rescue(ctx, maintainBatch)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("rescue %s: %w", r.spec.Name, err)
+		}
+		total += n
+		if n < maintainBatch {
+			break
+		}
+	}
+	if total > 0 {
+		r.log.Info("skipjack: rescued jobs whose lease lapsed", "jobs", total)
+		signal(r.poke)
+	}
+	return nil
+}
+
+// prune deletes retained jobs older than the queue's retention.
+func (r *runner[T]) prune() error {
+	var total int64
+	for range maintainRounds {
+		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+		n, err := r.store.Prune(ctx, r.spec.RetainCompleted, r.spec.RetainFailed, maintainBatch)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("prune %s: %w", r.spec.Name, err)
+		}
+		total += n
+		if n < maintainBatch {
+			break
+		}
+	}
+	if total > 0 {
+		r.log.Debug("skipjack: pruned finished jobs", "jobs", total)
+	}
+	return nil
+}

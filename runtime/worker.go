@@ -1,0 +1,288 @@
+package skipjack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const (
+	// queryTimeout bounds every statement the worker runs, so that a stuck
+	// database cannot hang Run.
+	queryTimeout = 15 * time.Second
+	// finalFlushTimeout bounds the release and the last flush at shutdown.
+	finalFlushTimeout = 15 * time.Second
+	// dbRetryMax caps the pause of a loop after repeated database errors.
+	dbRetryMax = 5 * time.Second
+)
+
+// Worker runs a handler for the jobs of one queue. Generated queue packages
+// wrap it in their typed Worker; create it with NewWorker.
+//
+// A worker runs Concurrency handlers at once and claims at most
+// Concurrency further jobs ahead of them. It needs a few connections of its
+// own from the pool (claim, acknowledgements, heartbeat, maintenance run
+// one statement each at a time), plus whatever its handlers take; size the
+// pool to at least Concurrency + 3 when handlers use it. Wake-ups come from
+// one LISTEN connection per process and database, opened outside the pool.
+type Worker[T any] struct {
+	pool    *pgxpool.Pool
+	spec    QueueSpec
+	store   Store
+	handle  func(context.Context, *Job[T]) error
+	cfg     WorkerConfig
+	running atomic.Bool
+}
+
+// NewWorker returns a worker that runs handle on the jobs of the queue
+// described by spec, using store for its SQL. Generated packages call it;
+// cfg's zero fields take their defaults.
+func NewWorker[T any](pool *pgxpool.Pool, spec QueueSpec, store Store, handle func(context.Context, *Job[T]) error, cfg WorkerConfig) *Worker[T] {
+	return &Worker[T]{
+		pool:   pool,
+		spec:   spec.withDefaults(),
+		store:  store,
+		handle: handle,
+		cfg:    cfg.withDefaults(),
+	}
+}
+
+// withDefaults fills the zero fields of a spec with the YAML's defaults.
+func (s QueueSpec) withDefaults() QueueSpec {
+	if s.BackoffMin <= 0 {
+		s.BackoffMin = time.Second
+	}
+	if s.BackoffMax < s.BackoffMin {
+		s.BackoffMax = max(s.BackoffMin, time.Hour)
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = time.Minute
+	}
+	if s.Lease <= 0 {
+		s.Lease = 30 * time.Second
+	}
+	return s
+}
+
+// Run claims and works jobs until ctx is cancelled, then shuts down: it
+// stops claiming, releases the jobs it prefetched but did not start, lets
+// running handlers finish (cancelling their contexts once ShutdownTimeout
+// has passed), flushes the outstanding acknowledgements and returns nil.
+// Every goroutine Run started has ended when it returns. Database errors
+// never make Run return: it logs them and retries with backoff.
+//
+// A Worker runs once at a time; Run returns an error if it is already
+// running.
+func (w *Worker[T]) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("run %s: worker is already running", w.spec.Name)
+	}
+	defer w.running.Store(false)
+	return newRunner(w).run(ctx)
+}
+
+// runner is the state of one Run.
+type runner[T any] struct {
+	w     *Worker[T]
+	spec  QueueSpec
+	cfg   WorkerConfig
+	store Store
+	log   *slog.Logger
+
+	maxHeld      int // prefetched + running
+	minClaim     int // smallest claim worth a statement while busy
+	backlogLimit int // unflushed results above which claiming pauses
+
+	mu           sync.Mutex
+	held         map[int64]*entry[T] // every job whose claim this run holds
+	queue        []*entry[T]         // claimed, not started
+	inflight     int                 // prefetched + running
+	acks         []*entry[T]         // completed, not yet acknowledged
+	resolves     []*entry[T]         // other outcomes, not yet written
+	flushing     int                 // results inside a flush statement now
+	pendingSince time.Time           // when the oldest unflushed result arrived
+	stopped      bool                // no job starts any more
+
+	avail        chan struct{}   // one token per queued job
+	slotFreed    chan struct{}   // wakes the fetcher when capacity frees up
+	poke         chan struct{}   // wakes the fetcher after a rescue
+	kick         chan struct{}   // wakes the flusher
+	wake         <-chan struct{} // notifications; nil when polling only
+	stopHandlers chan struct{}   // closed when no job starts any more
+	handlerCtx   context.Context // parent of handler contexts
+}
+
+// entry is one claimed job.
+type entry[T any] struct {
+	row      ClaimedRow
+	job      *Job[T]                 // set when the job starts
+	cancel   context.CancelCauseFunc // cancels the running handler
+	lost     bool                    // the lease was lost; drop everything
+	settling bool                    // inside an ack, resolve or release statement
+	res      Resolution              // the outcome when it is not completion
+}
+
+func newRunner[T any](w *Worker[T]) *runner[T] {
+	c := w.cfg.Concurrency
+	b := w.cfg.BatchSize
+	return &runner[T]{
+		w:            w,
+		spec:         w.spec,
+		cfg:          w.cfg,
+		store:        w.store,
+		log:          w.cfg.Logger.With("queue", w.spec.Name),
+		maxHeld:      2 * c,
+		minClaim:     max(1, min(b, c)/2),
+		backlogLimit: 2 * max(b, c),
+		held:         make(map[int64]*entry[T]),
+		avail:        make(chan struct{}, 2*c),
+		slotFreed:    make(chan struct{}, 1),
+		poke:         make(chan struct{}, 1),
+		kick:         make(chan struct{}, 1),
+		stopHandlers: make(chan struct{}),
+	}
+}
+
+func (r *runner[T]) run(ctx context.Context) error {
+	if mc := int(r.w.pool.Config().MaxConns); mc < r.cfg.Concurrency+3 {
+		r.log.Warn("skipjack: connection pool is smaller than Concurrency+3; handlers that use the pool will wait for connections and may time out",
+			"pool_max_conns", mc, "concurrency", r.cfg.Concurrency, "want_at_least", r.cfg.Concurrency+3)
+	}
+	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+	r.handlerCtx = handlerCtx
+
+	unsubscribe := func() {}
+	if r.spec.Channel != "" {
+		r.wake, unsubscribe = subscribe(r.w.pool, r.spec.Channel, r.cfg.Logger)
+	}
+	defer unsubscribe()
+
+	var handlers, flusher, background sync.WaitGroup
+	for range r.cfg.Concurrency {
+		handlers.Go(r.handlerLoop)
+	}
+	final := make(chan struct{})
+	flusher.Go(func() { r.flushLoop(final) })
+	stopBackground := make(chan struct{})
+	background.Go(func() { r.heartbeatLoop(stopBackground) })
+	background.Go(func() { r.maintainLoop(stopBackground) })
+
+	r.fetchLoop(ctx)
+
+	// Shutdown: no job starts any more; prefetched jobs go back at once.
+	r.releaseQueued(r.stop())
+	close(r.stopHandlers)
+	r.waitHandlers(&handlers, cancelHandlers)
+	close(final)
+	flusher.Wait()
+	close(stopBackground)
+	background.Wait()
+	return nil
+}
+
+// stop makes sure no further job starts and returns the prefetched ones.
+func (r *runner[T]) stop() []*entry[T] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	var out []*entry[T]
+	for _, e := range r.queue {
+		r.inflight--
+		if !e.lost {
+			e.settling = true
+			out = append(out, e)
+		}
+	}
+	r.queue = nil
+	return out
+}
+
+// waitHandlers waits for running handlers, cancelling their contexts when
+// ShutdownTimeout has passed.
+func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() {
+		handlers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(r.cfg.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.log.Warn("skipjack: shutdown timeout passed; cancelling running handlers", "shutdown_timeout", r.cfg.ShutdownTimeout)
+		cancel()
+		<-done
+	}
+}
+
+// releaseQueued makes prefetched jobs pending again for other workers.
+func (r *runner[T]) releaseQueued(es []*entry[T]) {
+	if len(es) == 0 {
+		return
+	}
+	ids, claims := idsAndClaims(es)
+	ctx, cancel := context.WithTimeout(context.Background(), finalFlushTimeout)
+	n, err := r.store.Release(ctx, ids, claims)
+	cancel()
+	if err != nil {
+		r.log.Warn("skipjack: releasing prefetched jobs failed; they run again once their leases lapse",
+			"error", fmt.Errorf("release %s: %w", r.spec.Name, err), "jobs", len(es))
+	} else {
+		r.log.Debug("skipjack: released prefetched jobs", "jobs", n)
+	}
+	r.mu.Lock()
+	for _, e := range es {
+		r.forget(e)
+	}
+	r.mu.Unlock()
+}
+
+// forget drops e from the held set; r.mu must be held.
+func (r *runner[T]) forget(e *entry[T]) {
+	if r.held[e.row.ID] == e {
+		delete(r.held, e.row.ID)
+	}
+}
+
+// signal does a non-blocking send on a wake-up channel.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func idsAndClaims[T any](es []*entry[T]) ([]int64, []int32) {
+	ids := make([]int64, len(es))
+	claims := make([]int32, len(es))
+	for i, e := range es {
+		ids[i], claims[i] = e.row.ID, e.row.Claim
+	}
+	return ids, claims
+}
+
+// newJob builds the handler's view of a claimed row, without its payload.
+func newJob[T any](row *ClaimedRow) *Job[T] {
+	j := &Job[T]{
+		ID:          row.ID,
+		Attempt:     int(row.Attempt),
+		MaxAttempts: int(row.MaxAttempts),
+		Priority:    int(row.Priority),
+		CreatedAt:   row.CreatedAt,
+		RunAt:       row.RunAt,
+		Rescues:     int(row.Rescues),
+		claim:       row.Claim,
+	}
+	if len(row.Errors) > 2 { // not "[]"
+		_ = json.Unmarshal(row.Errors, &j.Errors) // history is informative only
+	}
+	return j
+}
