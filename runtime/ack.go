@@ -96,6 +96,15 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("resolve %s: %w", r.spec.Name, err)
 		}
+		soonest := time.Duration(-1)
+		for _, x := range rs {
+			if x.Outcome != OutcomeFail && (soonest < 0 || x.Delay < soonest) {
+				soonest = x.Delay
+			}
+		}
+		if soonest >= 0 {
+			r.noteDue(soonest)
+		}
 	}
 	return nil
 }

@@ -9,15 +9,21 @@ import (
 // fetchLoop claims jobs until ctx is cancelled.
 //
 // It claims when it has reason to believe jobs are due (at start, after a
-// notification, a poll tick or a rescue, and right after a claim that
-// filled its limit) and capacity is free. Capacity is Concurrency running
+// notification, a poll tick or a rescue, when a job it retried or snoozed
+// becomes due, and right after a claim that filled its limit) and capacity is free. Capacity is Concurrency running
 // plus Concurrency prefetched; while the worker is busy it waits until
 // half a batch is free, so claims stay batched. It also pauses while too
 // many results wait to be flushed.
 func (r *runner[T]) fetchLoop(ctx context.Context) {
 	more := true
-	poll := time.NewTimer(jitter(r.cfg.PollInterval))
+	var pollAt time.Time
+	poll := time.NewTimer(0)
 	defer poll.Stop()
+	resetPoll := func(d time.Duration) {
+		poll.Reset(d)
+		pollAt = time.Now().Add(d)
+	}
+	resetPoll(jitter(r.cfg.PollInterval))
 	retry := time.NewTimer(0)
 	<-retry.C
 	defer retry.Stop()
@@ -37,9 +43,12 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				}
 				bo.reset()
 				more = n == limit
-				poll.Reset(jitter(r.cfg.PollInterval))
+				resetPoll(jitter(r.cfg.PollInterval))
 				continue
 			}
+		}
+		if due := r.takeDue(); !due.IsZero() && due.Before(pollAt) {
+			resetPoll(time.Until(due))
 		}
 		select {
 		case <-ctx.Done():
@@ -50,12 +59,35 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 			more = true
 		case <-poll.C:
 			more = true
-			poll.Reset(jitter(r.cfg.PollInterval))
+			resetPoll(jitter(r.cfg.PollInterval))
 		case <-r.slotFreed:
 		case <-retry.C:
 			backingOff = false
 		}
 	}
+}
+
+// takeDue returns and clears the earliest time at which a job this worker
+// retried or snoozed becomes due, or the zero time.
+func (r *runner[T]) takeDue() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.dueAt
+	r.dueAt = time.Time{}
+	return t
+}
+
+// noteDue records that a job becomes due after d, so that the fetcher
+// polls then instead of waiting for its next PollInterval tick (no
+// notification is sent for retries and snoozes).
+func (r *runner[T]) noteDue(d time.Duration) {
+	t := time.Now().Add(d)
+	r.mu.Lock()
+	if r.dueAt.IsZero() || t.Before(r.dueAt) {
+		r.dueAt = t
+	}
+	r.mu.Unlock()
+	signal(r.slotFreed)
 }
 
 // claimLimit returns how many jobs the next claim may take, or 0 when it

@@ -108,6 +108,7 @@ type runner[T any] struct {
 	flushing     int                 // results inside a flush statement now
 	pendingSince time.Time           // when the oldest unflushed result arrived
 	stopped      bool                // no job starts any more
+	dueAt        time.Time           // earliest retry or snooze of ours that becomes due
 
 	avail        chan struct{}   // one token per queued job
 	slotFreed    chan struct{}   // wakes the fetcher when capacity frees up
