@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// experimentSystems returns the systems an experiment compares: those named
+// with -systems, else the given defaults that exist in this build.
+func (b *bench) experimentSystems(systems []system, defaults ...string) []system {
+	if len(b.o.systems) > 0 {
+		return systems
+	}
+	var out []system
+	for _, s := range systems {
+		if slices.Contains(defaults, s.name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// bloat measures burn-down as the table holds more and more finished rows
+// (failed rows for a queue that deletes at ack, completed rows for one that
+// keeps them), against the same burn-down on an empty table.
+func (b *bench) bloat(ctx context.Context, systems []system) error {
+	systems = b.experimentSystems(systems, "skipjack-tuned", "skipjack-kept", "river-tuned")
+	counts := append([]int{0}, b.o.bloat...)
+	fmt.Fprintf(b.out, "\nBurn-down of %d jobs with finished rows kept in the table (median of %d run(s); rows inserted, then VACUUM ANALYZE)\n\n", b.o.jobs, b.o.runs)
+	fmt.Fprintln(b.out, "| system | finished rows kept | burn-down jobs/s | vs empty | mean claim ms |")
+	fmt.Fprintln(b.out, "|---|--:|--:|--:|--:|")
+	var errs []error
+	for _, s := range systems {
+		var empty float64
+		for _, k := range counts {
+			var burns, claims []float64
+			for r := range b.o.runs {
+				err := b.withDB(ctx, s, "bloat", func(dsn string) error {
+					res, err := measureThroughput(ctx, s, dsn, b.o.jobs, b.o.batch, k, b.burnTimeout(s))
+					if err != nil {
+						return err
+					}
+					burns = append(burns, res.burn)
+					claims = append(claims, res.claimMS)
+					b.logf("bloat %s %d rows run %d: %.0f jobs/s", s.name, k, r+1, res.burn)
+					return nil
+				})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s with %d rows: %w", s.name, k, err))
+				}
+			}
+			burn := median(burns)
+			if k == 0 {
+				empty = burn
+			}
+			vs := "–"
+			if empty > 0 && burn > 0 {
+				vs = fmt.Sprintf("%+.1f%%", (burn/empty-1)*100)
+			}
+			fmt.Fprintf(b.out, "| %s | %d | %s | %s | %s |\n", s.name, k, num(burn), vs, ms(median(claims)))
+		}
+	}
+	fmt.Fprintln(b.out)
+	return errors.Join(errs...)
+}
+
+// snapshotHeld measures burn-down while another session holds a REPEATABLE
+// READ snapshot open: dead rows cannot be removed, so claims wade through
+// more and more of them. Rounds of enqueue+burn-down repeat until the
+// snapshot has been held for -snapshot; one round runs before it is taken
+// and one after it is released.
+func (b *bench) snapshotHeld(ctx context.Context, systems []system) error {
+	systems = b.experimentSystems(systems, "skipjack-tuned", "river-tuned", "floor")
+	fmt.Fprintf(b.out, "\nBurn-down rounds of %d jobs while a REPEATABLE READ snapshot is held for %v\n\n", b.o.jobs, b.o.snapshot)
+	fmt.Fprintln(b.out, "| system | before (jobs/s) | first round held | last round held | rounds held | mean held | after release |")
+	fmt.Fprintln(b.out, "|---|--:|--:|--:|--:|--:|--:|")
+	var errs []error
+	for _, s := range systems {
+		err := b.withDB(ctx, s, "snap", func(dsn string) error {
+			pool, err := openPool(ctx, dsn, s.maxConns)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if err := s.migrate(ctx, pool); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			q, err := s.open(pool)
+			if err != nil {
+				return err
+			}
+			round := func() (float64, error) {
+				if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
+					return 0, err
+				}
+				took, err := burnDown(ctx, q, b.o.jobs, b.burnTimeout(s))
+				if err != nil {
+					return 0, err
+				}
+				return float64(b.o.jobs) / took.Seconds(), nil
+			}
+			before, err := round()
+			if err != nil {
+				return fmt.Errorf("before: %w", err)
+			}
+			holder, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				return fmt.Errorf("connect snapshot holder: %w", err)
+			}
+			defer holder.Close(context.WithoutCancel(ctx))
+			tx, err := holder.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+			if err != nil {
+				return fmt.Errorf("begin snapshot: %w", err)
+			}
+			if _, err := tx.Exec(ctx, "SELECT count(*) FROM pg_class"); err != nil {
+				return fmt.Errorf("take snapshot: %w", err)
+			}
+			var held []float64
+			until := time.Now().Add(b.o.snapshot)
+			for len(held) == 0 || time.Now().Before(until) {
+				r, err := round()
+				if err != nil {
+					_ = tx.Rollback(ctx)
+					return fmt.Errorf("held round %d: %w", len(held)+1, err)
+				}
+				held = append(held, r)
+				b.logf("snapshot %s round %d: %.0f jobs/s", s.name, len(held), r)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				return fmt.Errorf("release snapshot: %w", err)
+			}
+			after, err := round()
+			if err != nil {
+				return fmt.Errorf("after: %w", err)
+			}
+			var sum float64
+			for _, h := range held {
+				sum += h
+			}
+			fmt.Fprintf(b.out, "| %s | %s | %s | %s | %d | %s | %s |\n", s.name, num(before), num(held[0]), num(held[len(held)-1]),
+				len(held), num(sum/float64(len(held))), num(after))
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+		}
+	}
+	fmt.Fprintln(b.out)
+	return errors.Join(errs...)
+}
+
+// processes measures burn-down with several worker processes: the bench
+// binary re-executes itself as children that each run the system's full
+// worker configuration against the same database.
+func (b *bench) processes(ctx context.Context, systems []system) error {
+	systems = b.experimentSystems(systems, "skipjack-tuned", "river-tuned")
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	fmt.Fprintf(b.out, "\nBurn-down of %d jobs by N worker processes, each with the full worker config (median of %d run(s))\n\n", b.o.jobs, b.o.runs)
+	fmt.Fprintln(b.out, "| system | processes | burn-down jobs/s | vs 1 process |")
+	fmt.Fprintln(b.out, "|---|--:|--:|--:|")
+	var errs []error
+	for _, s := range systems {
+		var one float64
+		for _, p := range b.o.procs {
+			var burns []float64
+			for r := range b.o.runs {
+				err := b.withDB(ctx, s, "procs", func(dsn string) error {
+					rate, err := b.processRun(ctx, exe, s, dsn, p)
+					if err != nil {
+						return err
+					}
+					burns = append(burns, rate)
+					b.logf("procs %s %d run %d: %.0f jobs/s", s.name, p, r+1, rate)
+					return nil
+				})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s with %d processes: %w", s.name, p, err))
+				}
+			}
+			burn := median(burns)
+			if one == 0 {
+				one = burn
+			}
+			vs := "–"
+			if one > 0 && burn > 0 {
+				vs = fmt.Sprintf("%.2f×", burn/one)
+			}
+			fmt.Fprintf(b.out, "| %s | %d | %s | %s |\n", s.name, p, num(burn), vs)
+		}
+	}
+	fmt.Fprintln(b.out)
+	return errors.Join(errs...)
+}
+
+// processRun enqueues the jobs, starts n children, lets them go at once and
+// times until the database holds no unfinished job.
+func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string, n int) (float64, error) {
+	pool, err := openPool(ctx, dsn, 4)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	if err := s.migrate(ctx, pool); err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	q, err := s.open(pool)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
+		return 0, err
+	}
+
+	var stdins []io.WriteCloser
+	exited := make(chan error, n)
+	defer func() {
+		for _, in := range stdins {
+			_ = in.Close()
+		}
+		for range stdins {
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				return
+			}
+		}
+	}()
+	for range n {
+		cmd := exec.CommandContext(ctx, exe, "-child", s.name, "-child-dsn", dsn,
+			"-tuned-concurrency", strconv.Itoa(b.o.tunedConcurrency),
+			"-tuned-batch", strconv.Itoa(b.o.tunedBatch),
+			"-skipjack-conns", strconv.Itoa(int(b.o.skipjackConns)),
+			"-v="+strconv.FormatBool(b.o.verbose))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return 0, fmt.Errorf("child stdin: %w", err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return 0, fmt.Errorf("child stdout: %w", err)
+		}
+		if err := cmd.Start(); err != nil {
+			return 0, fmt.Errorf("start child: %w", err)
+		}
+		stdins = append(stdins, stdin)
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		go func() {
+			err := cmd.Wait()
+			if err == nil {
+				err = errors.New("exited")
+			}
+			exited <- fmt.Errorf("worker process: %w", err)
+		}()
+		if err != nil || line != "ready\n" {
+			return 0, fmt.Errorf("child did not get ready: %q %v", line, err)
+		}
+	}
+	start := time.Now()
+	for _, in := range stdins {
+		if _, err := io.WriteString(in, "go\n"); err != nil {
+			return 0, fmt.Errorf("start child: %w", err)
+		}
+	}
+	took, err := waitFinished(ctx, q, nil, start, b.burnTimeout(s), exited)
+	if err != nil {
+		return 0, err
+	}
+	return float64(b.o.jobs) / took.Seconds(), nil
+}
+
+// runChild is a worker process of the processes experiment: it connects,
+// says "ready", starts working on "go" and stops when its stdin closes.
+func runChild(ctx context.Context, o options) error {
+	s, ok := systemByName(o, o.child)
+	if !ok {
+		return fmt.Errorf("unknown system %q", o.child)
+	}
+	pool, err := openPool(ctx, o.childDSN, s.maxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	q, err := s.open(pool)
+	if err != nil {
+		return err
+	}
+	in := bufio.NewReader(os.Stdin)
+	fmt.Println("ready")
+	if line, err := in.ReadString('\n'); err != nil || line != "go\n" {
+		return nil // the parent gave up before starting
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		cancel()
+	}()
+	return q.work(ctx, func(int64) {})
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/kept"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/noop"
+)
+
+func init() { skipjackSystems = skipjackSystemsAvailable }
+
+// skipjackSystemsAvailable returns the skipjack rows: the noop queue (delete
+// at ack) with the default and the tuned WorkerConfig, and the kept queue
+// (retention.completed 24h) with the tuned config.
+func skipjackSystemsAvailable(o options, logger *slog.Logger) []system {
+	tuned := skipjack.WorkerConfig{Concurrency: o.tunedConcurrency, BatchSize: o.tunedBatch}
+	return []system{
+		skipjackSystem("skipjack-default", "deletes at ack (default)", false, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+		skipjackSystem("skipjack-tuned", "deletes at ack (default)", false, tuned, o.skipjackConns, logger),
+		skipjackSystem("skipjack-kept", "keeps completed 24h (retention.completed)", true, tuned, o.skipjackConns, logger),
+	}
+}
+
+func skipjackSystem(name, retention string, keep bool, cfg skipjack.WorkerConfig, conns int32, logger *slog.Logger) system {
+	return system{
+		name:      name,
+		retention: retention,
+		maxConns:  conns,
+		migrate:   jobs.Migrate,
+		open: func(pool *pgxpool.Pool) (queue, error) {
+			return &skipjackQueue{pool: pool, keep: keep, cfg: cfg, logger: logger}, nil
+		},
+	}
+}
+
+// skipjackQueue runs one of the generated queue packages.
+type skipjackQueue struct {
+	pool   *pgxpool.Pool
+	keep   bool // the kept queue instead of noop
+	cfg    skipjack.WorkerConfig
+	logger *slog.Logger
+
+	claims    atomic.Int64
+	claimTook atomic.Int64 // nanoseconds
+}
+
+func (q *skipjackQueue) table() string {
+	if q.keep {
+		return `"skipjack"."kept"`
+	}
+	return `"skipjack"."noop"`
+}
+
+func (q *skipjackQueue) enqueueMany(ctx context.Context, ps []payload) error {
+	var err error
+	if q.keep {
+		items := make([]kept.Payload, len(ps))
+		for i, p := range ps {
+			items[i] = kept.Payload{N: p.N, Label: p.Label}
+		}
+		_, err = kept.EnqueueMany(ctx, q.pool, items)
+	} else {
+		items := make([]noop.Payload, len(ps))
+		for i, p := range ps {
+			items[i] = noop.Payload{N: p.N, Label: p.Label}
+		}
+		_, err = noop.EnqueueMany(ctx, q.pool, items)
+	}
+	return err
+}
+
+func (q *skipjackQueue) enqueue(ctx context.Context, p payload) error {
+	var err error
+	if q.keep {
+		_, err = kept.Enqueue(ctx, q.pool, kept.Payload{N: p.N, Label: p.Label})
+	} else {
+		_, err = noop.Enqueue(ctx, q.pool, noop.Payload{N: p.N, Label: p.Label})
+	}
+	return err
+}
+
+func (q *skipjackQueue) work(ctx context.Context, handle func(int64)) error {
+	cfg := q.cfg
+	cfg.Logger = q.logger
+	cfg.Hooks = claimHooks{q}
+	if q.keep {
+		return kept.NewWorker(q.pool, func(_ context.Context, job *kept.Job) error {
+			handle(job.Payload.N)
+			return nil
+		}, cfg).Run(ctx)
+	}
+	return noop.NewWorker(q.pool, func(_ context.Context, job *noop.Job) error {
+		handle(job.Payload.N)
+		return nil
+	}, cfg).Run(ctx)
+}
+
+func (q *skipjackQueue) unfinished(ctx context.Context) (int64, error) {
+	var n int64
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM `+q.table()+` WHERE "state" IN ('pending', 'running')`).Scan(&n)
+	return n, err
+}
+
+func (q *skipjackQueue) fillFinished(ctx context.Context, n int) error {
+	// The noop queue deletes completed jobs at ack, so what it keeps are
+	// failed jobs (retention.failed, 720h by default) with an error history;
+	// the kept queue keeps completed jobs.
+	sql := `INSERT INTO "skipjack"."noop" ("state", "payload", "attempt", "max_attempts", "finished_at", "worker", "errors")
+		SELECT 'failed', '{"n": 0, "label": "bench"}', 25, 25, now(), 'bench',
+		       '[{"attempt": 25, "at": "2026-01-01T00:00:00Z", "error": "boom", "worker": "bench"}]'
+		FROM generate_series(1, $1)`
+	if q.keep {
+		sql = `INSERT INTO "skipjack"."kept" ("state", "payload", "attempt", "finished_at", "worker")
+		SELECT 'completed', '{"n": 0, "label": "bench"}', 1, now(), 'bench'
+		FROM generate_series(1, $1)`
+	}
+	if _, err := q.pool.Exec(ctx, sql, n); err != nil {
+		return fmt.Errorf("insert finished rows: %w", err)
+	}
+	if _, err := q.pool.Exec(ctx, "VACUUM ANALYZE "+q.table()); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	return nil
+}
+
+func (q *skipjackQueue) claimStats() (int64, time.Duration, bool) {
+	return q.claims.Load(), time.Duration(q.claimTook.Load()), true
+}
+
+// claimHooks counts claim statements and their time.
+type claimHooks struct{ q *skipjackQueue }
+
+func (h claimHooks) JobDone(string, int64, int, time.Duration, error) {}
+
+func (h claimHooks) Claimed(_ string, _ int, took time.Duration) {
+	h.q.claims.Add(1)
+	h.q.claimTook.Add(int64(took))
+}
