@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	dbgen "github.com/skipjack-dev/skipjack/bench/internal/jobs/noop/internal/db"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // This package needs a runtime that supports version 1 of generated code.
