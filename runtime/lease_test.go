@@ -1,0 +1,124 @@
+package skipjack_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/fast"
+)
+
+// TestRescueAfterKill kills a worker process that holds a job (SIGKILL, so
+// it cannot release anything) and checks that a worker of this process
+// rescues the job once its 2s lease lapses: the attempt is restored, the
+// rescue counted and the lost lease recorded in the error history.
+func TestRescueAfterKill(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 6)
+	id := enqueueFast(t, pool)
+	c := startChild(t, "hang", pool)
+	waitFor(t, 30*time.Second, "the child to claim the job", func() bool {
+		row, _ := getJob(t, pool, "fast", id)
+		return row.State == "running"
+	})
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill child: %v", err)
+	}
+	_ = c.wait()
+	killed := time.Now()
+
+	rec := &recorder{}
+	start(t, fast.NewWorker(pool, func(ctx context.Context, job *fast.Job) error {
+		rec.record(ctx, job)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 1, Logger: quietLogger(t)}))
+	waitFor(t, 20*time.Second, "the rescued job to complete", func() bool {
+		_, ok := getJob(t, pool, "fast", id)
+		return !ok
+	})
+	calls := rec.get()
+	if len(calls) != 1 {
+		t.Fatalf("handler ran %d times, want 1", len(calls))
+	}
+	c0 := calls[0]
+	if c0.attempt != 1 || c0.rescues != 1 {
+		t.Errorf("rescued job ran as attempt %d with %d rescues, want attempt 1 (restored) and 1 rescue", c0.attempt, c0.rescues)
+	}
+	if len(c0.errors) != 1 || c0.errors[0].Error != "lease lost" || c0.errors[0].Attempt != 1 {
+		t.Errorf("error history %+v, want one lease lost entry for attempt 1", c0.errors)
+	}
+	t.Logf("rescued and ran %v after the kill", c0.at.Sub(killed).Round(time.Millisecond))
+}
+
+// TestLateAckAfterLostLease makes a running attempt lose its job (as a
+// rescuer would after a partition), lets a second attempt claim it, and
+// then lets the first attempt finish: neither its CompleteTx nor its
+// regular acknowledgement may touch the second attempt.
+func TestLateAckAfterLostLease(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 8)
+	ctx := context.Background()
+
+	started := make(chan int, 2)
+	release := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	txErr := make(chan error, 1)
+	var calls atomic.Int32
+	handle := func(hctx context.Context, job *demo.Job) error {
+		n := int(calls.Add(1))
+		started <- n
+		<-release[n-1]
+		if n == 1 {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(ctx)
+			err = demo.CompleteTx(ctx, tx, job)
+			txErr <- err
+		}
+		return nil // for attempt 1: a late acknowledgement
+	}
+	// Demo's lease is 30s, so no heartbeat runs during the test: the fencing
+	// in SQL alone must protect the second attempt.
+	start(t, demo.NewWorker(pool, handle, skipjack.WorkerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, Logger: quietLogger(t)}))
+	id, err := demo.Enqueue(ctx, pool, demo.Payload{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := <-started; n != 1 {
+		t.Fatalf("first call is %d", n)
+	}
+	// What a rescuer does to a lapsed lease.
+	if _, err := pool.Exec(ctx, `UPDATE skipjack.demo SET state = 'pending', attempt = attempt - 1, rescues = rescues + 1, lease_expires_at = NULL WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-started:
+		if n != 2 {
+			t.Fatalf("second call is %d", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job was not claimed again")
+	}
+	second, _ := getJob(t, pool, "demo", id)
+
+	close(release[0])
+	if err := <-txErr; !errors.Is(err, skipjack.ErrLeaseLost) {
+		t.Errorf("CompleteTx of the lost attempt = %v, want ErrLeaseLost", err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the late acknowledgement flush
+	row, ok := getJob(t, pool, "demo", id)
+	if !ok || row.State != "running" || row.Claim != second.Claim || row.Attempt != 1 {
+		t.Fatalf("after the late ack the job is %+v (exists %v), want still running as claim %d, attempt 1", row, ok, second.Claim)
+	}
+
+	close(release[1])
+	waitFor(t, 10*time.Second, "the second attempt to be acknowledged", func() bool {
+		_, ok := getJob(t, pool, "demo", id)
+		return !ok
+	})
+}
