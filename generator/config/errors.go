@@ -40,11 +40,13 @@ func (es Errors) Error() string {
 }
 
 // sortErrors orders errs by position, keeping the order in which errors at
-// the same position were found.
-func sortErrors(errs Errors) {
+// the same position were found, and drops repeats (a node reached twice
+// through YAML aliases).
+func sortErrors(errs Errors) Errors {
 	slices.SortStableFunc(errs, func(a, b Error) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
+	return slices.Compact(errs)
 }
 
 // didYouMean returns ` (did you mean "x"?)` for the candidate closest to

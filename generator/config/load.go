@@ -41,8 +41,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		w.config(root, cfg)
 	}
 	if len(w.errs) > 0 {
-		sortErrors(w.errs)
-		return nil, w.errs
+		return nil, sortErrors(w.errs)
 	}
 	return cfg, nil
 }

@@ -71,6 +71,8 @@ func newTypeScope(shared []string) *typeScope {
 var (
 	// exportedIdent is an exported Go identifier (the name of an external type).
 	exportedIdent = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
+	// stdPackage is an import path of one element, as of package net.
+	stdPackage = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 	// pathElem is one element of an import path.
 	pathElem = regexp.MustCompile(`^[A-Za-z0-9_.~+-]+$`)
 )
@@ -118,13 +120,22 @@ func (s *typeScope) parse(expr string) (*TypeExpr, string) {
 	if why, ok := unsupported[expr]; ok {
 		return nil, fmt.Sprintf("unsupported type %q: %s", expr, why)
 	}
+	hint := didYouMean(expr, s.candidates)
 	if dot := strings.LastIndexByte(expr, '.'); dot > 0 {
 		path, name := expr[:dot], expr[dot+1:]
-		if strings.ContainsAny(path, "/.") {
+		switch {
+		case strings.ContainsAny(path, "/."):
+			return external(expr, path, name)
+		case hint != "":
+			// time.Tme: a typo of a builtin, not a type of package time.
+		case path == "json":
+			hint = fmt.Sprintf(" (did you mean %q?)", "encoding/json."+name)
+		case stdPackage.MatchString(path):
+			// A standard package without a slash, such as net.IP.
 			return external(expr, path, name)
 		}
 	}
-	return nil, fmt.Sprintf("unknown type %q%s", expr, didYouMean(expr, s.candidates))
+	return nil, fmt.Sprintf("unknown type %q%s", expr, hint)
 }
 
 // external checks the form of an external type import/path.Name; whether

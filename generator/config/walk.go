@@ -98,7 +98,7 @@ func (w *walker) config(root *yaml.Node, cfg *Config) {
 	for _, e := range structEntries {
 		cfg.Types = append(cfg.Types, Struct{
 			Name:   e.key,
-			Fields: w.fields(e.value, fmt.Sprintf("type %s", e.key), scope),
+			Fields: w.fields(e.value, fmt.Sprintf("type %q", e.key), scope),
 			Pos:    pos(e.keyNode),
 		})
 	}
@@ -204,7 +204,7 @@ func (w *walker) queue(p entry, scope *typeScope) Queue {
 		RetainFailed: DefaultRetainFailed,
 		Pos:          pos(p.keyNode),
 	}
-	s, _ := w.section(p.value, fmt.Sprintf("queue %s", p.key), queueKeys)
+	s, _ := w.section(p.value, fmt.Sprintf("queue %q", p.key), queueKeys)
 	if e, ok := s["payload"]; ok {
 		q.Payload = w.fields(e.value, "payload", scope)
 	}
