@@ -1,0 +1,176 @@
+package generator
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/schema"
+	"github.com/skipjack-dev/skipjack/templates"
+)
+
+// runtimeImport is the import path of the runtime every generated package
+// links.
+const runtimeImport = "github.com/skipjack-dev/skipjack/runtime"
+
+// table returns the schema description of q.
+func (g *gen) table(q *config.Queue) schema.Table {
+	return tableOf(g.cfg, q)
+}
+
+func tableOf(cfg *config.Config, q *config.Queue) schema.Table {
+	t := schema.Table{
+		Schema:      cfg.Schema,
+		Name:        q.Name,
+		MaxAttempts: q.MaxAttempts,
+		Priority:    q.Priority,
+		Notify:      q.Notify,
+	}
+	for _, p := range q.Table {
+		t.StorageParams = append(t.StorageParams, schema.Param{Name: p.Name, Value: p.Value})
+	}
+	return t
+}
+
+// queueFile builds the model of q's queue.go.
+func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
+	im := newImports(append([]string{q.Package}, queueIdentifiers...)...)
+	for _, s := range g.cfg.Types {
+		im.taken[s.Name] = true
+	}
+	for _, p := range []string{"context", "fmt", "time"} {
+		im.use(p, p)
+	}
+	im.use("github.com/jackc/pgx/v5", "pgx")
+	im.use("github.com/jackc/pgx/v5/pgconn", "pgconn")
+	im.use("github.com/jackc/pgx/v5/pgxpool", "pgxpool")
+	im.taken["skipjack"], im.taken["dbgen"] = true, true
+	im.useNamed(runtimeImport, "skipjack")
+	im.useNamed(path.Join(g.outImport, q.Package, "internal/db"), "dbgen")
+
+	w := &typeWriter{im: im, external: g.external, sharedUsed: map[string]bool{}}
+	payload := templates.Struct{
+		Name:   "Payload",
+		Doc:    "Payload is the payload of a " + q.Name + " job.",
+		Fields: w.fields(q.Payload),
+	}
+	var aliases []templates.Alias
+	used := g.sharedClosure(w.sharedUsed)
+	if len(used) > 0 {
+		shared := im.use(g.outImport, g.sharedPkg)
+		for _, s := range g.cfg.Types {
+			if used[s.Name] {
+				aliases = append(aliases, templates.Alias{Name: s.Name, Target: shared + "." + s.Name})
+			}
+		}
+	}
+	std, other := im.split()
+	t := g.table(q)
+	return templates.QueueFile{
+		Package:         q.Package,
+		Queue:           q.Name,
+		Table:           t.QualifiedName(),
+		StdImports:      std,
+		OtherImports:    other,
+		Payload:         payload,
+		Aliases:         aliases,
+		Channel:         t.Channel(),
+		MaxAttempts:     q.MaxAttempts,
+		BackoffMin:      durationExpr(q.BackoffMin),
+		BackoffMax:      durationExpr(q.BackoffMax),
+		Timeout:         durationExpr(q.Timeout),
+		Lease:           durationExpr(q.Lease),
+		RetainCompleted: durationExpr(q.RetainCompleted),
+		RetainFailed:    durationExpr(q.RetainFailed),
+		Priority:        q.Priority,
+	}
+}
+
+// sharedClosure returns the shared structs named in direct, plus every
+// shared struct those use, transitively.
+func (g *gen) sharedClosure(direct map[string]bool) map[string]bool {
+	byName := map[string]config.Struct{}
+	for _, s := range g.cfg.Types {
+		byName[s.Name] = s
+	}
+	seen := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		for _, f := range byName[name].Fields {
+			for t := f.Type; t != nil; t = t.Elem {
+				if t.Kind == config.KindShared {
+					visit(t.Name)
+				}
+			}
+		}
+	}
+	for name := range direct {
+		visit(name)
+	}
+	return seen
+}
+
+// typesFile builds the model of the shared package's types.go.
+func (g *gen) typesFile() templates.TypesFile {
+	ids := []string{g.sharedPkg, "Migrate", "migrations"}
+	for _, s := range g.cfg.Types {
+		ids = append(ids, s.Name)
+	}
+	w := &typeWriter{im: newImports(ids...), external: g.external}
+	structs := make([]templates.Struct, len(g.cfg.Types))
+	for i, s := range g.cfg.Types {
+		structs[i] = templates.Struct{
+			Name:   s.Name,
+			Doc:    s.Name + " is a payload type shared by the queues of " + g.cfg.Name + ", declared under types: in skipjack.yaml.",
+			Fields: w.fields(s.Fields),
+		}
+	}
+	std, other := w.im.split()
+	return templates.TypesFile{Package: g.sharedPkg, StdImports: std, OtherImports: other, Structs: structs}
+}
+
+// migrateFile builds the model of the shared package's migrate.go.
+func (g *gen) migrateFile(plan *migrationPlan) templates.MigrateFile {
+	f := templates.MigrateFile{Package: g.sharedPkg, Config: g.cfg.Name, Schema: g.cfg.Schema}
+	for _, m := range plan.all {
+		f.Migrations = append(f.Migrations, templates.Migration{Version: m.Version, Name: m.Name, Up: goString(m.Up)})
+	}
+	return f
+}
+
+// goString returns s as a Go string literal, raw when it can be.
+func goString(s string) string {
+	if !strings.Contains(s, "`") && !strings.Contains(s, "\r") {
+		return "`" + s + "`"
+	}
+	return strconv.Quote(s)
+}
+
+// durationExpr returns d as a readable Go expression of package time.
+func durationExpr(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	units := []struct {
+		d    time.Duration
+		name string
+	}{
+		{time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"},
+		{time.Millisecond, "time.Millisecond"}, {time.Microsecond, "time.Microsecond"},
+	}
+	for _, u := range units {
+		if d%u.d == 0 {
+			if d == u.d {
+				return u.name
+			}
+			return strconv.FormatInt(int64(d/u.d), 10) + " * " + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10)
+}

@@ -1,0 +1,35 @@
+// Package queries renders the sqlc query file of a queue: enqueue (single
+// and COPY), the SKIP LOCKED batch claim, batched ack, retry/fail/snooze,
+// heartbeat, release, rescue, prune and stats.
+package queries
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+//go:embed *.sql.tmpl
+var files embed.FS
+
+var tmpl = template.Must(template.New("queries").ParseFS(files, "*.sql.tmpl"))
+
+// Queue is what the queries of one queue depend on.
+type Queue struct {
+	// Table is the quoted, schema-qualified table name.
+	Table string
+	// Priority orders the claim by priority first.
+	Priority bool
+	// KeepCompleted marks acked jobs completed instead of deleting them.
+	KeepCompleted bool
+}
+
+// Render returns the sqlc query file of q.
+func Render(q Queue) (string, error) {
+	var b strings.Builder
+	if err := tmpl.ExecuteTemplate(&b, "queries.sql.tmpl", q); err != nil {
+		return "", fmt.Errorf("render queries: %w", err)
+	}
+	return strings.TrimSpace(b.String()) + "\n", nil
+}

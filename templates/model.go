@@ -1,0 +1,93 @@
+package templates
+
+// Import is one import of a generated file.
+type Import struct {
+	// Name is the import's explicit name, or "" for the package's own name.
+	Name string
+	// Path is the import path.
+	Path string
+}
+
+// Field is one field of a generated struct.
+type Field struct {
+	// Name is the exported Go name (ParcelID).
+	Name string
+	// Type is the Go type expression as it reads in the generated file.
+	Type string
+	// Key is the JSON key (parcel_id).
+	Key string
+}
+
+// Struct is a generated struct.
+type Struct struct {
+	// Name is the struct's Go name.
+	Name string
+	// Doc is the struct's doc comment text, without the leading "// ".
+	Doc string
+	// Fields are the struct's fields in YAML order.
+	Fields []Field
+}
+
+// Alias re-exports a shared type in a queue package.
+type Alias struct {
+	// Name is the alias and the shared type's name.
+	Name string
+	// Target is the qualified shared type (shop.Address).
+	Target string
+}
+
+// QueueFile is the model of a queue package's queue.go.
+type QueueFile struct {
+	// Package is the Go package name (sendemail).
+	Package string
+	// Queue is the queue's YAML name (send_email).
+	Queue string
+	// Table is the quoted, schema-qualified table name.
+	Table string
+	// Imports are every import of the file, grouped: standard library
+	// first, then the rest, each group sorted.
+	StdImports, OtherImports []Import
+	// Payload is the payload struct.
+	Payload Struct
+	// Aliases re-export the shared types the payload uses.
+	Aliases []Alias
+	// Channel is the NOTIFY channel or "".
+	Channel string
+	// MaxAttempts and the durations below are Go expressions.
+	MaxAttempts                                   int
+	BackoffMin, BackoffMax, Timeout, Lease        string
+	RetainCompleted, RetainFailed                 string
+	Priority                                      bool
+}
+
+// TypesFile is the model of the shared package's types.go.
+type TypesFile struct {
+	// Package is the shared package's name.
+	Package string
+	// StdImports and OtherImports are the file's imports.
+	StdImports, OtherImports []Import
+	// Structs are the shared structs in YAML order.
+	Structs []Struct
+}
+
+// MigrateFile is the model of the shared package's migrate.go.
+type MigrateFile struct {
+	// Package is the shared package's name.
+	Package string
+	// Config is the config's name, which keys migration tracking.
+	Config string
+	// Schema is the Postgres schema of the queue tables.
+	Schema string
+	// Migrations are the embedded migrations in version order.
+	Migrations []Migration
+}
+
+// Migration is one embedded migration.
+type Migration struct {
+	// Version is the migration's number.
+	Version int
+	// Name is its file name without extension.
+	Name string
+	// Up is its up SQL as a Go string literal.
+	Up string
+}
