@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue"
@@ -25,7 +27,58 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	os.Exit(skipjacktest.Main(m))
+	code := m.Run()
+	dropExampleDatabases()
+	skipjacktest.Stop()
+	os.Exit(code)
+}
+
+// exampleDatabases are the databases examples created.
+var exampleDatabases []string
+
+// exampleDatabaseURL creates a fresh database for an example (which has no
+// testing.T to clean up after it); TestMain drops it.
+func exampleDatabaseURL() string {
+	base, err := skipjacktest.ServerURL()
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("skipjackexample_%d_%d", os.Getpid(), len(exampleDatabases))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
+		panic(err)
+	}
+	exampleDatabases = append(exampleDatabases, name)
+	u, err := url.Parse(base)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func dropExampleDatabases() {
+	if len(exampleDatabases) == 0 {
+		return
+	}
+	base, err := skipjacktest.ServerURL()
+	if err != nil {
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	for _, name := range exampleDatabases {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
 }
 
 // newQueues returns a pool on a fresh database with the test queues

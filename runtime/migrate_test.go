@@ -1,0 +1,66 @@
+package skipjack_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
+)
+
+// TestMigrateConcurrently runs Migrate from eight goroutines at once on an
+// empty database: all succeed, each migration is applied and recorded
+// once, and a later call is a no-op.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	pool := skipjacktest.NewPool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = testqueue.Migrate(ctx, pool) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Migrate #%d: %v", i, err)
+		}
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack._skipjack_migrations WHERE config = 'testqueue'`); n != 2 {
+		t.Errorf("%d migrations recorded, want 2", n)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM pg_tables WHERE schemaname = 'skipjack' AND tablename IN ('demo', 'fast')`); n != 2 {
+		t.Errorf("%d queue tables exist, want 2", n)
+	}
+	if err := testqueue.Migrate(ctx, pool); err != nil {
+		t.Errorf("Migrate again: %v", err)
+	}
+}
+
+// TestMigrateFailure checks that a failing migration is reported with its
+// name, leaves no trace, and that the migrations before it stay applied.
+func TestMigrateFailure(t *testing.T) {
+	t.Parallel()
+	pool := skipjacktest.NewPool(t)
+	ctx := context.Background()
+	p := skipjack.MigrateParams{Config: "broken", Schema: "jobs", Migrations: []skipjack.Migration{
+		{Version: 2, Name: "0002_bad", Up: `CREATE TABLE jobs.b (x int); SELECT no_such_function();`},
+		{Version: 1, Name: "0001_ok", Up: `CREATE TABLE jobs.a (x int);`},
+	}}
+	err := skipjack.Migrate(ctx, pool, p)
+	if err == nil || !strings.Contains(err.Error(), "0002_bad") {
+		t.Fatalf("Migrate = %v, want an error naming 0002_bad", err)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM jobs._skipjack_migrations`); n != 1 {
+		t.Errorf("%d migrations recorded, want 1", n)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM pg_tables WHERE schemaname = 'jobs'`); n != 2 { // a and the tracking table
+		t.Errorf("%d tables in schema jobs, want 2 (b rolled back)", n)
+	}
+}

@@ -1,0 +1,49 @@
+package skipjack_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
+)
+
+// TestPlainSQLInsertIsWoken inserts a job with plain SQL, as a non-Go
+// producer would, and checks that an idle worker polling only every 10s
+// starts it within a second: the insert trigger's NOTIFY woke it.
+func TestPlainSQLInsertIsWoken(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 6)
+	ctx := context.Background()
+	got := make(chan *demo.Job, 1)
+	start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+		got <- job
+		return nil
+	}, skipjack.WorkerConfig{PollInterval: 10 * time.Second, Concurrency: 2, Logger: quietLogger(t)}))
+
+	// Wait until the listener LISTENs and the worker's first claims are
+	// over, so that only a notification can find the job.
+	waitFor(t, 10*time.Second, "the listener to LISTEN", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`) == 1
+	})
+	time.Sleep(200 * time.Millisecond)
+
+	inserted := time.Now()
+	if _, err := pool.Exec(ctx, `INSERT INTO skipjack.demo (payload) VALUES ('{"n":1}')`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case job := <-got:
+		latency := time.Since(inserted)
+		t.Logf("insert to handler start: %v", latency)
+		if job.Payload.N != 1 || job.Payload.Label != "" {
+			t.Errorf("payload = %+v, want N 1 and a missing label decoded as empty", job.Payload)
+		}
+		if latency > time.Second {
+			t.Errorf("job started %v after the insert; the notification did not wake the worker", latency)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job did not start within 5s (PollInterval is 10s)")
+	}
+}
