@@ -202,7 +202,7 @@ func readMigrations(dir, format string) ([]migration, *state, int, error) {
 		return nil, nil, 0, fmt.Errorf("read migrations: %w", err)
 	}
 	var (
-		out        []migration
+		out         []migration
 		last        *state
 		lastVersion int
 		maxVersion  int

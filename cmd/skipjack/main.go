@@ -15,6 +15,7 @@ package main
 import (
 	"os"
 
+	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
 )
 
@@ -26,5 +27,5 @@ func main() {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: sqlcrun.Runner(exe)}))
+	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: generator.SQLCRunner(exe)}))
 }
