@@ -75,7 +75,7 @@ func Ident(s string) string {
 
 // tableData is what table.sql.tmpl renders.
 type tableData struct {
-	Table, ClaimIndex, LeaseIndex, FinishedIndex string
+	Table, ClaimIndex, LeaseIndex, FinishedIndex       string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
 	Priority, Indexes                                  bool

@@ -54,10 +54,10 @@ type QueueFile struct {
 	// Channel is the NOTIFY channel or "".
 	Channel string
 	// MaxAttempts and the durations below are Go expressions.
-	MaxAttempts                                   int
-	BackoffMin, BackoffMax, Timeout, Lease        string
-	RetainCompleted, RetainFailed                 string
-	Priority                                      bool
+	MaxAttempts                            int
+	BackoffMin, BackoffMax, Timeout, Lease string
+	RetainCompleted, RetainFailed          string
+	Priority                               bool
 }
 
 // TypesFile is the model of the shared package's types.go.
