@@ -126,7 +126,11 @@ func readSQLCOutput(dir string) ([]File, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("sqlc output %s has no package clause", e.Name())
 		}
-		files = append(files, File{Path: e.Name(), Data: []byte(GoHeader + "\n\n" + sqlcPackageDoc(e.Name()) + string(data[i+1:]))})
+		doc, err := documentSQLC(e.Name(), []byte(GoHeader+"\n\n"+sqlcPackageDoc(e.Name())+string(data[i+1:])))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Path: e.Name(), Data: doc})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil

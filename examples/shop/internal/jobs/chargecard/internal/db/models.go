@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// ShopJobsChargeCard is a row of the queue table.
 type ShopJobsChargeCard struct {
 	ID             int64
 	State          string

@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// ShopJobsResizeImage is a row of the queue table.
 type ShopJobsResizeImage struct {
 	ID             int64
 	State          string

@@ -11,21 +11,25 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// DBTX is what Queries run on: a pool, a connection or a transaction.
 type DBTX interface {
-	Exec(context.Context, string, ...interface{}) (pgconn.CommandTag, error)
-	Query(context.Context, string, ...interface{}) (pgx.Rows, error)
-	QueryRow(context.Context, string, ...interface{}) pgx.Row
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
 	CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error)
 }
 
+// New returns the queries of this queue, run on db.
 func New(db DBTX) *Queries {
 	return &Queries{db: db}
 }
 
+// Queries runs the statements of queries.sql.
 type Queries struct {
 	db DBTX
 }
 
+// WithTx returns the same queries, run in tx.
 func (q *Queries) WithTx(tx pgx.Tx) *Queries {
 	return &Queries{
 		db: tx,

@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// ShopJobsSendEmail is a row of the queue table.
 type ShopJobsSendEmail struct {
 	ID             int64
 	State          string
