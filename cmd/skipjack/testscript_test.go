@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/skipjack-dev/skipjack/generator"
+	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
+)
+
+// TestMain makes the test binary act as sqlc when the generator starts it
+// as a child, and as the skipjack command inside scripts.
+func TestMain(m *testing.M) {
+	if code, ok := sqlcrun.Main(); ok {
+		os.Exit(code)
+	}
+	testscript.Main(m, map[string]func(){
+		"skipjack": func() {
+			// Inside a script the executable is this test binary, whose
+			// TestMain dispatches the sqlc child above.
+			exe, err := os.Executable()
+			if err != nil {
+				exe = os.Args[0]
+			}
+			os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: generator.SQLCRunner(exe)}))
+		},
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"status": cmdStatus,
+		},
+	})
+}
+
+// cmdStatus runs a command and expects its exact exit status:
+//
+//	status 2 skipjack nosuchcommand
+//
+// Its stdout and stderr can be matched afterwards as after exec.
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: status CODE COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("status: bad exit status %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			ts.Fatalf("status: %v", err)
+		}
+		got = exit.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
