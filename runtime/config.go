@@ -26,7 +26,12 @@ type WorkerConfig struct {
 	// Default 1s.
 	PollInterval time.Duration
 	// AckDelay is how long a completed job may wait for more
-	// acknowledgements before they are flushed together. Default 5ms.
+	// acknowledgements before they are flushed together; a full batch
+	// (BatchSize) is flushed at once. Default 25ms: under load batches fill
+	// by size long before the delay (burn-down throughput measured the same
+	// from 1ms to 100ms), and at moderate rates (a few hundred jobs/s) it
+	// turns one commit per job into one per ~10 jobs, while keeping the
+	// window in which a crash makes completed jobs run again tiny.
 	AckDelay time.Duration
 	// ShutdownTimeout is how long in-flight handlers may run after Run's
 	// context is cancelled before their own contexts are cancelled.
@@ -59,7 +64,7 @@ const (
 	defaultConcurrency     = 100
 	defaultBatchSize       = 100
 	defaultPollInterval    = time.Second
-	defaultAckDelay        = 5 * time.Millisecond
+	defaultAckDelay        = 25 * time.Millisecond
 	defaultShutdownTimeout = 30 * time.Second
 )
 

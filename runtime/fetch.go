@@ -6,14 +6,27 @@ import (
 	"time"
 )
 
-// fetchLoop claims jobs until ctx is cancelled.
+// maxClaimsInFlight is how many claim statements a worker runs at once.
+// Every claim is a commit, and commits wait for the WAL flush; two claims
+// in flight share flushes (group commit) and keep handlers fed while one
+// waits.
+const maxClaimsInFlight = 2
+
+// claimResult is what one claim statement did.
+type claimResult struct {
+	limit, n int
+	err      error
+}
+
+// fetchLoop claims jobs until ctx is cancelled, then waits for the claims
+// in flight.
 //
 // It claims when it has reason to believe jobs are due (at start, after a
 // notification, a poll tick or a rescue, when a job it retried or snoozed
-// becomes due, and right after a claim that filled its limit) and capacity is free. Capacity is Concurrency running
-// plus Concurrency prefetched; while the worker is busy it waits until
-// half a batch is free, so claims stay batched. It also pauses while too
-// many results wait to be flushed.
+// becomes due, and right after a claim that filled its limit) and capacity
+// is free. Capacity is Concurrency running plus Concurrency prefetched;
+// while the worker is busy it waits until half a batch is free, so claims
+// stay batched. It also pauses while too many results wait to be flushed.
 func (r *runner[T]) fetchLoop(ctx context.Context) {
 	more := true
 	var pollAt time.Time
@@ -24,26 +37,27 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 		pollAt = time.Now().Add(d)
 	}
 	resetPoll(jitter(r.cfg.PollInterval))
-	retry := time.NewTimer(0)
-	<-retry.C
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
 	defer retry.Stop()
 	backingOff := false
 	bo := loopBackoff{max: dbRetryMax}
+	results := make(chan claimResult, maxClaimsInFlight)
+	inFlight := 0
+	defer func() {
+		for ; inFlight > 0; inFlight-- {
+			<-results
+		}
+	}()
 
 	for ctx.Err() == nil {
-		if more && !backingOff {
-			if limit := r.claimLimit(); limit > 0 {
-				n, err := r.claim(limit)
-				if err != nil {
-					d := bo.next()
-					r.log.Warn("skipjack: claim failed; retrying", "error", err, "retry_in", d)
-					retry.Reset(d)
-					backingOff = true
-					continue
-				}
-				bo.reset()
-				more = n == limit
-				resetPoll(jitter(r.cfg.PollInterval))
+		if more && !backingOff && inFlight < maxClaimsInFlight {
+			if limit := r.reserve(); limit > 0 {
+				inFlight++
+				go func() {
+					n, err := r.claim(limit)
+					results <- claimResult{limit: limit, n: n, err: err}
+				}()
 				continue
 			}
 		}
@@ -53,6 +67,18 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case res := <-results:
+			inFlight--
+			if res.err != nil {
+				d := bo.next()
+				r.log.Warn("skipjack: claim failed; retrying", "error", res.err, "retry_in", d)
+				retry.Reset(d)
+				backingOff = true
+				continue
+			}
+			bo.reset()
+			more = res.n == res.limit
+			resetPoll(jitter(r.cfg.PollInterval))
 		case <-r.wake:
 			more = true
 		case <-r.poke:
@@ -90,9 +116,9 @@ func (r *runner[T]) noteDue(d time.Duration) {
 	signal(r.slotFreed)
 }
 
-// claimLimit returns how many jobs the next claim may take, or 0 when it
-// should wait for capacity.
-func (r *runner[T]) claimLimit() int {
+// reserve returns how many jobs the next claim may take and reserves that
+// capacity for it, or returns 0 when the claim should wait.
+func (r *runner[T]) reserve() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.acks)+len(r.resolves)+r.flushing >= r.backlogLimit {
@@ -100,29 +126,27 @@ func (r *runner[T]) claimLimit() int {
 	}
 	free := r.maxHeld - r.inflight
 	limit := min(free, r.cfg.BatchSize)
-	if limit < r.minClaim && r.inflight > 0 {
+	if limit <= 0 || (limit < r.minClaim && r.inflight > 0) {
 		return 0
 	}
-	return max(limit, 0)
+	r.inflight += limit
+	return limit
 }
 
-// claim runs one claim statement and queues what it returns. The
-// statement is not cancelled by shutdown (it is short and bounded): jobs
-// it claimed are then released instead of lingering until their leases
-// lapse.
+// claim runs one claim statement with capacity for limit jobs reserved,
+// queues what it returns and gives back the unused capacity. The statement
+// is not cancelled by shutdown (it is short and bounded): jobs it claimed
+// are then released instead of lingering until their leases lapse.
 func (r *runner[T]) claim(limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	start := time.Now()
 	rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.cfg.WorkerID)
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("claim %s: %w", r.spec.Name, err)
-	}
-	if r.cfg.Hooks != nil {
+		rows = nil
+		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
+	} else if r.cfg.Hooks != nil {
 		r.cfg.Hooks.Claimed(r.spec.Name, len(rows), time.Since(start))
-	}
-	if len(rows) == 0 {
-		return 0, nil
 	}
 	r.mu.Lock()
 	for i := range rows {
@@ -130,10 +154,13 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		r.held[e.row.ID] = e
 		r.queue = append(r.queue, e)
 	}
-	r.inflight += len(rows)
+	r.inflight -= limit - len(rows)
 	r.mu.Unlock()
 	for range rows {
 		signal(r.avail)
 	}
-	return len(rows), nil
+	if len(rows) < limit {
+		signal(r.slotFreed)
+	}
+	return len(rows), err
 }
