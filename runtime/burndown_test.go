@@ -3,6 +3,7 @@ package skipjack_test
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,9 +44,10 @@ func TestExactlyOnceOneProcess(t *testing.T) {
 		return nil
 	}
 	begin := time.Now()
+	hooks := &countingHooks{}
 	var stops []func()
 	for range 3 {
-		stops = append(stops, start(t, demo.NewWorker(pool, handle, skipjack.WorkerConfig{Logger: quietLogger(t)})))
+		stops = append(stops, start(t, demo.NewWorker(pool, handle, skipjack.WorkerConfig{Logger: quietLogger(t), Hooks: hooks})))
 	}
 	waitFor(t, 2*time.Minute, "all jobs to be acknowledged", func() bool {
 		return runs.len() == burnJobs && queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
@@ -57,7 +59,21 @@ func TestExactlyOnceOneProcess(t *testing.T) {
 	if d := runs.duplicates(); d != 0 {
 		t.Errorf("%d jobs ran more than once", d)
 	}
+	if done, claimed := hooks.done.Load(), hooks.claimed.Load(); done != burnJobs || claimed != burnJobs {
+		t.Errorf("hooks saw %d jobs done and %d claimed, want %d and %d", done, claimed, burnJobs, burnJobs)
+	}
 }
+
+// countingHooks counts what skipjack.Hooks reports.
+type countingHooks struct {
+	done, claimed atomic.Int64
+}
+
+func (h *countingHooks) JobDone(queue string, id int64, attempt int, took time.Duration, err error) {
+	h.done.Add(1)
+}
+
+func (h *countingHooks) Claimed(queue string, n int, took time.Duration) { h.claimed.Add(int64(n)) }
 
 // TestExactlyOnceTwoProcesses completes 50k jobs with a worker in this
 // process and one in a child process, and checks that every job ran

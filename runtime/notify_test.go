@@ -5,13 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 )
 
 // TestPlainSQLInsertIsWoken inserts a job with plain SQL, as a non-Go
 // producer would, and checks that an idle worker polling only every 10s
-// starts it within a second: the insert trigger's NOTIFY woke it.
+// starts it within a second: the insert trigger's NOTIFY woke it. It then
+// kills the listening connection and checks the same after the listener
+// reconnected.
 func TestPlainSQLInsertIsWoken(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 6)
@@ -29,8 +32,27 @@ func TestPlainSQLInsertIsWoken(t *testing.T) {
 	})
 	time.Sleep(200 * time.Millisecond)
 
+	checkWoken(t, pool, got)
+
+	// Kill the listening connection: the listener must reconnect and
+	// LISTEN again, and then notifications wake the worker as before.
+	old := queryInt(t, pool, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`)
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, old); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the listener to LISTEN again", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> $1`, old) == 1
+	})
+	time.Sleep(200 * time.Millisecond) // the wake-up after the reconnect finds nothing
+	checkWoken(t, pool, got)
+}
+
+// checkWoken inserts a job with plain SQL and checks that it starts within
+// a second.
+func checkWoken(t *testing.T, pool *pgxpool.Pool, got <-chan *demo.Job) {
+	t.Helper()
 	inserted := time.Now()
-	if _, err := pool.Exec(ctx, `INSERT INTO skipjack.demo (payload) VALUES ('{"n":1}')`); err != nil {
+	if _, err := pool.Exec(context.Background(), `INSERT INTO skipjack.demo (payload) VALUES ('{"n":1}')`); err != nil {
 		t.Fatal(err)
 	}
 	select {
