@@ -143,10 +143,11 @@ func removeEmptyParents(dir, root string) {
 }
 
 // staleFiles returns the generated files under out.Out that out does not
-// produce: files whose line 1 is a skipjack header. Nested modules are not
-// entered.
+// produce: files whose line 1 is a skipjack header. Nested modules and the
+// migrations folder (whose files are never deleted) are not entered.
 func staleFiles(dir string, out *Output) ([]string, error) {
 	root := filepath.Join(dir, filepath.FromSlash(out.Out))
+	migrations := filepath.Join(dir, filepath.FromSlash(out.Migrations))
 	produced := map[string]bool{}
 	for _, f := range out.Files {
 		produced[f.Path] = true
@@ -160,6 +161,9 @@ func staleFiles(dir string, out *Output) ([]string, error) {
 			return err
 		}
 		if d.IsDir() {
+			if p == migrations {
+				return filepath.SkipDir
+			}
 			if p != root {
 				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
 					return filepath.SkipDir

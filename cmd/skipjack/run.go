@@ -126,8 +126,8 @@ func generate(file string, e env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "skipjack: %d queues, %d files up to date (%d changed) in %v\n",
-		len(cfg.LiveQueues()), len(out.Files), len(touched), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(e.stdout, "skipjack: %s, %s up to date (%d changed) in %v\n",
+		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "file"), len(touched), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -141,7 +141,7 @@ func check(file string, e env) error {
 		return err
 	}
 	if len(problems) == 0 {
-		fmt.Fprintf(e.stdout, "skipjack: %d generated files are up to date\n", len(out.Files))
+		fmt.Fprintf(e.stdout, "skipjack: %s up to date\n", plural(len(out.Files), "generated file"))
 		return nil
 	}
 	for _, p := range problems {
@@ -150,7 +150,7 @@ func check(file string, e env) error {
 	for _, p := range problems {
 		fmt.Fprint(e.stderr, "\n", p.Diff)
 	}
-	fmt.Fprintf(e.stderr, "\nskipjack check: %d problems; run skipjack generate -f %s\n", len(problems), file)
+	fmt.Fprintf(e.stderr, "\nskipjack check: %s; run skipjack generate -f %s\n", plural(len(problems), "problem"), file)
 	return errDrift
 }
 
@@ -164,4 +164,12 @@ func displayPath(cfg *config.Config, p string) string {
 		}
 	}
 	return filepath.ToSlash(full)
+}
+
+// plural returns "1 file" or "2 files".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -47,7 +47,7 @@ CREATE TABLE "shop_jobs"."send_email" (
     "worker" text,
     "finished_at" timestamptz,
     "errors" jsonb NOT NULL DEFAULT '[]'
-) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01);
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 
 CREATE INDEX "send_email_claim_idx" ON "shop_jobs"."send_email" ("run_at", "id") WHERE "state" = 'pending';
 
@@ -80,7 +80,7 @@ CREATE TABLE "shop_jobs"."resize_image" (
     "worker" text,
     "finished_at" timestamptz,
     "errors" jsonb NOT NULL DEFAULT '[]'
-);
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 
 CREATE INDEX "resize_image_claim_idx" ON "shop_jobs"."resize_image" ("priority", "run_at", "id") WHERE "state" = 'pending';
 
@@ -113,7 +113,7 @@ CREATE TABLE "shop_jobs"."charge_card" (
     "worker" text,
     "finished_at" timestamptz,
     "errors" jsonb NOT NULL DEFAULT '[]'
-);
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 
 CREATE INDEX "charge_card_claim_idx" ON "shop_jobs"."charge_card" ("run_at", "id") WHERE "state" = 'pending';
 

@@ -22,14 +22,14 @@ const _ = skipjack.SupportPackageIsVersion1
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "charge_card"
 
-// Payload is the payload of a charge_card job.
+// Payload is the payload of one charge_card job.
 type Payload struct {
 	OrderID     int64  `json:"order_id"`
 	AmountCents int64  `json:"amount_cents"`
 	Currency    string `json:"currency"`
 }
 
-// Job is a claimed charge_card job as its handler sees it.
+// Job is one claimed charge_card job as its handler sees it.
 type Job = skipjack.Job[Payload]
 
 // DBTX is what Enqueue, EnqueueMany and Stats run on; *pgxpool.Pool,

@@ -22,14 +22,14 @@ const _ = skipjack.SupportPackageIsVersion1
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "resize_image"
 
-// Payload is the payload of a resize_image job.
+// Payload is the payload of one resize_image job.
 type Payload struct {
 	ImageID int64  `json:"image_id"`
 	URL     string `json:"url"`
 	Width   int    `json:"width"`
 }
 
-// Job is a claimed resize_image job as its handler sees it.
+// Job is one claimed resize_image job as its handler sees it.
 type Job = skipjack.Job[Payload]
 
 // DBTX is what Enqueue, EnqueueMany and Stats run on; *pgxpool.Pool,

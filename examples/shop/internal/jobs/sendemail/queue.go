@@ -26,7 +26,7 @@ const Name = "send_email"
 // Address is the shared type jobs.Address.
 type Address = jobs.Address
 
-// Payload is the payload of a send_email job.
+// Payload is the payload of one send_email job.
 type Payload struct {
 	To      string            `json:"to"`
 	Cc      []string          `json:"cc"`
@@ -36,7 +36,7 @@ type Payload struct {
 	Meta    map[string]string `json:"meta"`
 }
 
-// Job is a claimed send_email job as its handler sees it.
+// Job is one claimed send_email job as its handler sees it.
 type Job = skipjack.Job[Payload]
 
 // DBTX is what Enqueue, EnqueueMany and Stats run on; *pgxpool.Pool,

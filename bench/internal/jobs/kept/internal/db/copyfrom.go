@@ -12,6 +12,7 @@ type iteratorForEnqueueCopy struct {
 	skippedFirstNextCall bool
 }
 
+// Next runs the Next statement of queries.sql.
 func (r *iteratorForEnqueueCopy) Next() bool {
 	if len(r.rows) == 0 {
 		return false
@@ -24,17 +25,20 @@ func (r *iteratorForEnqueueCopy) Next() bool {
 	return len(r.rows) > 0
 }
 
-func (r iteratorForEnqueueCopy) Values() ([]interface{}, error) {
-	return []interface{}{
+// Values runs the Values statement of queries.sql.
+func (r iteratorForEnqueueCopy) Values() ([]any, error) {
+	return []any{
 		r.rows[0].Payload,
 		r.rows[0].Priority,
 	}, nil
 }
 
+// Err runs the Err statement of queries.sql.
 func (r iteratorForEnqueueCopy) Err() error {
 	return nil
 }
 
+// EnqueueCopy inserts many jobs due now with COPY.
 func (q *Queries) EnqueueCopy(ctx context.Context, arg []EnqueueCopyParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"skipjack", "kept"}, []string{"payload", "priority"}, &iteratorForEnqueueCopy{rows: arg})
 }
@@ -45,6 +49,7 @@ type iteratorForEnqueueCopyAt struct {
 	skippedFirstNextCall bool
 }
 
+// Next runs the Next statement of queries.sql.
 func (r *iteratorForEnqueueCopyAt) Next() bool {
 	if len(r.rows) == 0 {
 		return false
@@ -57,18 +62,21 @@ func (r *iteratorForEnqueueCopyAt) Next() bool {
 	return len(r.rows) > 0
 }
 
-func (r iteratorForEnqueueCopyAt) Values() ([]interface{}, error) {
-	return []interface{}{
+// Values runs the Values statement of queries.sql.
+func (r iteratorForEnqueueCopyAt) Values() ([]any, error) {
+	return []any{
 		r.rows[0].Payload,
 		r.rows[0].Priority,
 		r.rows[0].RunAt,
 	}, nil
 }
 
+// Err runs the Err statement of queries.sql.
 func (r iteratorForEnqueueCopyAt) Err() error {
 	return nil
 }
 
+// EnqueueCopyAt inserts many jobs due at run_at with COPY.
 func (q *Queries) EnqueueCopyAt(ctx context.Context, arg []EnqueueCopyAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"skipjack", "kept"}, []string{"payload", "priority", "run_at"}, &iteratorForEnqueueCopyAt{rows: arg})
 }

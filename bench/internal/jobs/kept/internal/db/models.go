@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// SkipjackKept is a row of the queue table.
 type SkipjackKept struct {
 	ID             int64
 	State          string

@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// SkipjackNoop is a row of the queue table.
 type SkipjackNoop struct {
 	ID             int64
 	State          string

@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// SkipjackDemo is a row of the queue table.
 type SkipjackDemo struct {
 	ID             int64
 	State          string

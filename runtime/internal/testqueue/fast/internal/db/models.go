@@ -6,6 +6,7 @@ import (
 	"time"
 )
 
+// SkipjackFast is a row of the queue table.
 type SkipjackFast struct {
 	ID             int64
 	State          string

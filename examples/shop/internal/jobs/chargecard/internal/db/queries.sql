@@ -33,8 +33,7 @@ SET "state" = 'running',
     "claim" = j."claim" + 1,
     "lease_expires_at" = now() + sqlc.arg(lease)::interval,
     "worker" = sqlc.arg(worker)::text
-FROM picked
-WHERE j."id" = picked."id"
+WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors";
 
 -- name: Complete :many
@@ -42,17 +41,20 @@ RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."pay
 WITH done AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
 ), locked AS (
-    SELECT j."id" FROM "shop_jobs"."charge_card" AS j
-    JOIN done ON j."id" = done.id AND j."claim" = done.claim
+    SELECT j."id"
+    FROM (SELECT * FROM done ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR UPDATE OF j
 )
-UPDATE "shop_jobs"."charge_card" AS t
+UPDATE "shop_jobs"."charge_card"
 SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-FROM locked
-WHERE t."id" = locked."id"
-RETURNING t."id";
+WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked))
+RETURNING "id";
 
 -- name: CompleteOne :execrows
 -- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it.
@@ -69,17 +71,20 @@ WITH r AS (
            unnest(sqlc.arg(delays)::interval[]) AS delay,
            unnest(sqlc.arg(messages)::text[]) AS message
 ), locked AS (
-    SELECT j."id", r.outcome, r.delay, r.message,
+    SELECT j."id", x.outcome, x.delay, x.message,
            CASE
-               WHEN r.outcome = 'snooze' THEN 'pending'
-               WHEN r.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
+               WHEN x.outcome = 'snooze' THEN 'pending'
+               WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
                ELSE 'failed'
            END AS next_state
-    FROM "shop_jobs"."charge_card" AS j
-    JOIN r ON j."id" = r.id AND j."claim" = r.claim
+    FROM (SELECT * FROM r ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state", "attempt", "max_attempts" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR UPDATE OF j
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = locked.next_state,
@@ -94,7 +99,7 @@ SET "state" = locked.next_state,
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     ) END
 FROM locked
-WHERE t."id" = locked."id"
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
 RETURNING t."id";
 
 -- name: Heartbeat :many
@@ -102,16 +107,19 @@ RETURNING t."id";
 WITH h AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
 ), locked AS (
-    SELECT j."id" FROM "shop_jobs"."charge_card" AS j
-    JOIN h ON j."id" = h.id AND j."claim" = h.claim
+    SELECT j."id"
+    FROM (SELECT * FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR NO KEY UPDATE OF j
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "lease_expires_at" = now() + sqlc.arg(lease)::interval
-FROM locked
-WHERE t."id" = locked."id"
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 RETURNING t."id";
 
 -- name: Release :execrows
@@ -119,16 +127,19 @@ RETURNING t."id";
 WITH h AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
 ), locked AS (
-    SELECT j."id" FROM "shop_jobs"."charge_card" AS j
-    JOIN h ON j."id" = h.id AND j."claim" = h.claim
+    SELECT j."id"
+    FROM (SELECT * FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR NO KEY UPDATE OF j
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = 'pending', "attempt" = t."attempt" - 1, "lease_expires_at" = NULL
-FROM locked
-WHERE t."id" = locked."id";
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked));
 
 -- name: Rescue :execrows
 -- Rescue makes jobs whose lease lapsed pending again (restoring the attempt), or failed after 5 rescues.
@@ -152,30 +163,29 @@ SET "state" = CASE WHEN t."rescues" >= 5 THEN 'failed' ELSE 'pending' END,
             'attempt', t."attempt", 'at', now(), 'error', 'lease lost', 'worker', t."worker"))) WITH ORDINALITY AS e
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     )
-FROM lapsed
-WHERE t."id" = lapsed."id";
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed));
 
 -- name: PruneCompleted :execrows
 -- PruneCompleted deletes up to max completed jobs older than age.
 DELETE FROM "shop_jobs"."charge_card"
-WHERE "id" IN (
+WHERE "id" = ANY(ARRAY(
     SELECT "id" FROM "shop_jobs"."charge_card"
     WHERE "state" = 'completed' AND "finished_at" < now() - sqlc.arg(age)::interval
     ORDER BY "finished_at"
     LIMIT sqlc.arg(max)
     FOR UPDATE SKIP LOCKED
-);
+));
 
 -- name: PruneFailed :execrows
 -- PruneFailed deletes up to max failed jobs older than age.
 DELETE FROM "shop_jobs"."charge_card"
-WHERE "id" IN (
+WHERE "id" = ANY(ARRAY(
     SELECT "id" FROM "shop_jobs"."charge_card"
     WHERE "state" = 'failed' AND "finished_at" < now() - sqlc.arg(age)::interval
     ORDER BY "finished_at"
     LIMIT sqlc.arg(max)
     FOR UPDATE SKIP LOCKED
-);
+));
 
 -- name: Stats :one
 -- Stats counts the queue's jobs by state.

@@ -21,8 +21,7 @@ SET "state" = 'running',
     "claim" = j."claim" + 1,
     "lease_expires_at" = now() + $1::interval,
     "worker" = $2::text
-FROM picked
-WHERE j."id" = picked."id"
+WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors"
 `
 
@@ -83,17 +82,20 @@ const complete = `-- name: Complete :many
 WITH done AS (
     SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
 ), locked AS (
-    SELECT j."id" FROM "shop_jobs"."charge_card" AS j
-    JOIN done ON j."id" = done.id AND j."claim" = done.claim
+    SELECT j."id"
+    FROM (SELECT id, claim FROM done ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR UPDATE OF j
 )
-UPDATE "shop_jobs"."charge_card" AS t
+UPDATE "shop_jobs"."charge_card"
 SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-FROM locked
-WHERE t."id" = locked."id"
-RETURNING t."id"
+WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked))
+RETURNING "id"
 `
 
 // CompleteParams holds the parameters of Complete.
@@ -190,16 +192,19 @@ const heartbeat = `-- name: Heartbeat :many
 WITH h AS (
     SELECT unnest($2::bigint[]) AS id, unnest($3::integer[]) AS claim
 ), locked AS (
-    SELECT j."id" FROM "shop_jobs"."charge_card" AS j
-    JOIN h ON j."id" = h.id AND j."claim" = h.claim
+    SELECT j."id"
+    FROM (SELECT id, claim FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR NO KEY UPDATE OF j
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "lease_expires_at" = now() + $1::interval
-FROM locked
-WHERE t."id" = locked."id"
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 RETURNING t."id"
 `
 
@@ -245,13 +250,13 @@ func (q *Queries) Now(ctx context.Context, delay time.Duration) (time.Time, erro
 
 const pruneCompleted = `-- name: PruneCompleted :execrows
 DELETE FROM "shop_jobs"."charge_card"
-WHERE "id" IN (
+WHERE "id" = ANY(ARRAY(
     SELECT "id" FROM "shop_jobs"."charge_card"
     WHERE "state" = 'completed' AND "finished_at" < now() - $1::interval
     ORDER BY "finished_at"
     LIMIT $2
     FOR UPDATE SKIP LOCKED
-)
+))
 `
 
 // PruneCompletedParams holds the parameters of PruneCompleted.
@@ -271,13 +276,13 @@ func (q *Queries) PruneCompleted(ctx context.Context, arg PruneCompletedParams) 
 
 const pruneFailed = `-- name: PruneFailed :execrows
 DELETE FROM "shop_jobs"."charge_card"
-WHERE "id" IN (
+WHERE "id" = ANY(ARRAY(
     SELECT "id" FROM "shop_jobs"."charge_card"
     WHERE "state" = 'failed' AND "finished_at" < now() - $1::interval
     ORDER BY "finished_at"
     LIMIT $2
     FOR UPDATE SKIP LOCKED
-)
+))
 `
 
 // PruneFailedParams holds the parameters of PruneFailed.
@@ -299,16 +304,19 @@ const release = `-- name: Release :execrows
 WITH h AS (
     SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
 ), locked AS (
-    SELECT j."id" FROM "shop_jobs"."charge_card" AS j
-    JOIN h ON j."id" = h.id AND j."claim" = h.claim
+    SELECT j."id"
+    FROM (SELECT id, claim FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR NO KEY UPDATE OF j
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = 'pending', "attempt" = t."attempt" - 1, "lease_expires_at" = NULL
-FROM locked
-WHERE t."id" = locked."id"
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 `
 
 // ReleaseParams holds the parameters of Release.
@@ -347,8 +355,7 @@ SET "state" = CASE WHEN t."rescues" >= 5 THEN 'failed' ELSE 'pending' END,
             'attempt', t."attempt", 'at', now(), 'error', 'lease lost', 'worker', t."worker"))) WITH ORDINALITY AS e
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     )
-FROM lapsed
-WHERE t."id" = lapsed."id"
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed))
 `
 
 // Rescue makes jobs whose lease lapsed pending again (restoring the attempt), or failed after 5 rescues.
@@ -368,17 +375,20 @@ WITH r AS (
            unnest($4::interval[]) AS delay,
            unnest($5::text[]) AS message
 ), locked AS (
-    SELECT j."id", r.outcome, r.delay, r.message,
+    SELECT j."id", x.outcome, x.delay, x.message,
            CASE
-               WHEN r.outcome = 'snooze' THEN 'pending'
-               WHEN r.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
+               WHEN x.outcome = 'snooze' THEN 'pending'
+               WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
                ELSE 'failed'
            END AS next_state
-    FROM "shop_jobs"."charge_card" AS j
-    JOIN r ON j."id" = r.id AND j."claim" = r.claim
+    FROM (SELECT id, claim, outcome, delay, message FROM r ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state", "attempt", "max_attempts" FROM "shop_jobs"."charge_card"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
     WHERE j."state" = 'running'
-    ORDER BY j."id"
-    FOR UPDATE OF j
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = locked.next_state,
@@ -393,7 +403,7 @@ SET "state" = locked.next_state,
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     ) END
 FROM locked
-WHERE t."id" = locked."id"
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
 RETURNING t."id"
 `
 

@@ -17,4 +17,4 @@ CREATE TABLE "shop_jobs"."resize_image" (
     "worker" text,
     "finished_at" timestamptz,
     "errors" jsonb NOT NULL DEFAULT '[]'
-);
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
