@@ -351,5 +351,8 @@ func (b *bench) mainTable(ctx context.Context, systems []system) []*row {
 // burnTimeout bounds one burn-down: generous for the slowest design (River
 // with its defaults works about 1000 jobs/s here).
 func (b *bench) burnTimeout(system) time.Duration {
+	if b.o.smoke {
+		return 30 * time.Second
+	}
 	return 60*time.Second + time.Duration(b.o.jobs)*5*time.Millisecond
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,9 @@ type queue interface {
 	// since the queue was opened, when the system reports them.
 	claimStats() (claims int64, took time.Duration, ok bool)
 }
+
+// errNoError stands for a nil error where a stop was not expected.
+var errNoError = errors.New("returned without an error")
 
 // throughput is the result of one enqueue + burn-down run.
 type throughput struct {
@@ -152,7 +156,7 @@ func waitFinished(ctx context.Context, q queue, ready func() bool, start time.Ti
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		case err := <-werr:
-			return 0, fmt.Errorf("workers stopped early: %v", err)
+			return 0, fmt.Errorf("workers stopped early: %w", cmp.Or(err, errNoError))
 		case now := <-tick.C:
 			if now.After(deadline) {
 				left, _ := q.unfinished(ctx)
@@ -236,7 +240,7 @@ func measureLatency(ctx context.Context, sys system, dsn string, rate int, warmu
 		}
 		select {
 		case err := <-werr:
-			return res, fmt.Errorf("workers stopped early: %v", err)
+			return res, fmt.Errorf("workers stopped early: %w", cmp.Or(err, errNoError))
 		default:
 		}
 	}
