@@ -1,8 +1,10 @@
 package skipjack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -91,6 +93,8 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		for i, e := range res {
 			rs[i] = e.res
 		}
+		// Sorted by id, like every batched write (see idsAndClaims).
+		slices.SortFunc(rs, func(a, b Resolution) int { return cmp.Compare(a.ID, b.ID) })
 		matched, err := r.store.Resolve(ctx, rs)
 		r.settle(&r.resolves, res, matched, err)
 		if err != nil {

@@ -1,10 +1,12 @@
 package skipjack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,9 +266,13 @@ func signal(c chan struct{}) {
 }
 
 func idsAndClaims[T any](es []*entry[T]) ([]int64, []int32) {
-	ids := make([]int64, len(es))
-	claims := make([]int32, len(es))
-	for i, e := range es {
+	// Sorted by id: batched writes then lock rows in id order, so two of
+	// them (an ack and a heartbeat, say) can never deadlock.
+	sorted := slices.Clone(es)
+	slices.SortFunc(sorted, func(a, b *entry[T]) int { return cmp.Compare(a.row.ID, b.row.ID) })
+	ids := make([]int64, len(sorted))
+	claims := make([]int32, len(sorted))
+	for i, e := range sorted {
 		ids[i], claims[i] = e.row.ID, e.row.Claim
 	}
 	return ids, claims

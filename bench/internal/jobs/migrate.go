@@ -51,7 +51,7 @@ CREATE TABLE "skipjack"."noop" (
 
 CREATE INDEX "noop_claim_idx" ON "skipjack"."noop" ("run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "noop_lease_idx" ON "skipjack"."noop" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "noop_lease_idx" ON "skipjack"."noop" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "noop_finished_idx" ON "skipjack"."noop" ("finished_at") WHERE "state" IN ('completed', 'failed');
 
@@ -84,7 +84,7 @@ CREATE TABLE "skipjack"."kept" (
 
 CREATE INDEX "kept_claim_idx" ON "skipjack"."kept" ("run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "kept_lease_idx" ON "skipjack"."kept" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "kept_lease_idx" ON "skipjack"."kept" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "kept_finished_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" IN ('completed', 'failed');
 

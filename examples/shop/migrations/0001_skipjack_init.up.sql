@@ -22,7 +22,7 @@ CREATE TABLE "shop_jobs"."send_email" (
 
 CREATE INDEX "send_email_claim_idx" ON "shop_jobs"."send_email" ("run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "send_email_lease_idx" ON "shop_jobs"."send_email" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "send_email_lease_idx" ON "shop_jobs"."send_email" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "send_email_finished_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" IN ('completed', 'failed');
 
@@ -55,7 +55,7 @@ CREATE TABLE "shop_jobs"."resize_image" (
 
 CREATE INDEX "resize_image_claim_idx" ON "shop_jobs"."resize_image" ("priority", "run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "resize_image_lease_idx" ON "shop_jobs"."resize_image" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "resize_image_lease_idx" ON "shop_jobs"."resize_image" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "resize_image_finished_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" IN ('completed', 'failed');
 
@@ -88,7 +88,7 @@ CREATE TABLE "shop_jobs"."charge_card" (
 
 CREATE INDEX "charge_card_claim_idx" ON "shop_jobs"."charge_card" ("run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "charge_card_lease_idx" ON "shop_jobs"."charge_card" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "charge_card_lease_idx" ON "shop_jobs"."charge_card" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "charge_card_finished_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" IN ('completed', 'failed');
 

@@ -22,7 +22,7 @@ CREATE TABLE "skipjack"."demo" (
 
 CREATE INDEX "demo_claim_idx" ON "skipjack"."demo" ("run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "demo_lease_idx" ON "skipjack"."demo" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "demo_lease_idx" ON "skipjack"."demo" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "demo_finished_idx" ON "skipjack"."demo" ("finished_at") WHERE "state" IN ('completed', 'failed');
 
@@ -55,7 +55,7 @@ CREATE TABLE "skipjack"."fast" (
 
 CREATE INDEX "fast_claim_idx" ON "skipjack"."fast" ("run_at", "id") WHERE "state" = 'pending';
 
-CREATE INDEX "fast_lease_idx" ON "skipjack"."fast" ("lease_expires_at") WHERE "state" = 'running';
+CREATE INDEX "fast_lease_idx" ON "skipjack"."fast" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "fast_finished_idx" ON "skipjack"."fast" ("finished_at") WHERE "state" IN ('completed', 'failed');
 
