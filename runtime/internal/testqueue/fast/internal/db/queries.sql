@@ -37,11 +37,23 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors";
 
 -- name: Complete :many
--- Complete acknowledges the jobs that the given claims still own.
-DELETE FROM "skipjack"."fast" AS t
-USING (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS done
-WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."id" = done.id AND t."claim" = done.claim AND t."state" = 'running'
-RETURNING t."id";
+-- Complete acknowledges the jobs that the given claims still own, locking them in id order.
+WITH done AS (
+    SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
+), locked AS (
+    SELECT j."id"
+    FROM (SELECT * FROM done ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "skipjack"."fast"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
+DELETE FROM "skipjack"."fast"
+WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked))
+RETURNING "id";
 
 -- name: CompleteOne :execrows
 -- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it.
@@ -50,51 +62,82 @@ WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running';
 
 -- name: Resolve :many
 -- Resolve retries, fails or snoozes the jobs that the given claims still own, keeping the last 10 errors.
-UPDATE "skipjack"."fast" AS t
-SET "state" = CASE
-        WHEN r.outcome = 'snooze' OR (r.outcome = 'retry' AND t."attempt" < t."max_attempts") THEN 'pending'
-        ELSE 'failed'
-    END,
-    "attempt" = CASE WHEN r.outcome = 'snooze' THEN t."attempt" - 1 ELSE t."attempt" END,
-    "run_at" = CASE
-        WHEN r.outcome = 'snooze' OR (r.outcome = 'retry' AND t."attempt" < t."max_attempts") THEN now() + r.delay
-        ELSE t."run_at"
-    END,
-    "finished_at" = CASE
-        WHEN r.outcome = 'snooze' OR (r.outcome = 'retry' AND t."attempt" < t."max_attempts") THEN NULL
-        ELSE now()
-    END,
-    "lease_expires_at" = NULL,
-    "errors" = CASE WHEN r.outcome = 'snooze' THEN t."errors" ELSE (
-        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
-        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(), 'error', r.message, 'worker', t."worker"))) WITH ORDINALITY AS e
-        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
-    ) END
-FROM (
+WITH r AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
            unnest(sqlc.arg(claims)::integer[]) AS claim,
            unnest(sqlc.arg(outcomes)::text[]) AS outcome,
            unnest(sqlc.arg(delays)::interval[]) AS delay,
            unnest(sqlc.arg(messages)::text[]) AS message
-) AS r
-WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."id" = r.id AND t."claim" = r.claim AND t."state" = 'running'
+), locked AS (
+    SELECT j."id", x.outcome, x.delay, x.message,
+           CASE
+               WHEN x.outcome = 'snooze' THEN 'pending'
+               WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
+               ELSE 'failed'
+           END AS next_state
+    FROM (SELECT * FROM r ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state", "attempt", "max_attempts" FROM "skipjack"."fast"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
+UPDATE "skipjack"."fast" AS t
+SET "state" = locked.next_state,
+    "attempt" = CASE WHEN locked.outcome = 'snooze' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
+    "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
+    "lease_expires_at" = NULL,
+    "errors" = CASE WHEN locked.outcome = 'snooze' THEN t."errors" ELSE (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', locked.message, 'worker', t."worker"))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) END
+FROM locked
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
 RETURNING t."id";
 
 -- name: Heartbeat :many
 -- Heartbeat extends the leases of the jobs that the given claims still own.
+WITH h AS (
+    SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
+), locked AS (
+    SELECT j."id"
+    FROM (SELECT * FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "skipjack"."fast"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
 UPDATE "skipjack"."fast" AS t
 SET "lease_expires_at" = now() + sqlc.arg(lease)::interval
-FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS h
-WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."id" = h.id AND t."claim" = h.claim AND t."state" = 'running'
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 RETURNING t."id";
 
 -- name: Release :execrows
 -- Release makes claimed jobs pending again and restores their attempt.
+WITH h AS (
+    SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
+), locked AS (
+    SELECT j."id"
+    FROM (SELECT * FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "skipjack"."fast"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
 UPDATE "skipjack"."fast" AS t
 SET "state" = 'pending', "attempt" = t."attempt" - 1, "lease_expires_at" = NULL
-FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS h
-WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."id" = h.id AND t."claim" = h.claim AND t."state" = 'running';
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked));
 
 -- name: Rescue :execrows
 -- Rescue makes jobs whose lease lapsed pending again (restoring the attempt), or failed after 5 rescues.

@@ -79,10 +79,22 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) ([]ClaimRow, error
 }
 
 const complete = `-- name: Complete :many
-DELETE FROM "shop_jobs"."send_email" AS t
-USING (SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim) AS done
-WHERE t."id" = ANY($1::bigint[]) AND t."id" = done.id AND t."claim" = done.claim AND t."state" = 'running'
-RETURNING t."id"
+WITH done AS (
+    SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
+), locked AS (
+    SELECT j."id"
+    FROM (SELECT id, claim FROM done ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."send_email"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
+DELETE FROM "shop_jobs"."send_email"
+WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked))
+RETURNING "id"
 `
 
 // CompleteParams holds the parameters of Complete.
@@ -91,7 +103,7 @@ type CompleteParams struct {
 	Claims []int32
 }
 
-// Complete acknowledges the jobs that the given claims still own.
+// Complete acknowledges the jobs that the given claims still own, locking them in id order.
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, complete, arg.IDs, arg.Claims)
 	if err != nil {
@@ -175,10 +187,22 @@ type EnqueueCopyAtParams struct {
 }
 
 const heartbeat = `-- name: Heartbeat :many
+WITH h AS (
+    SELECT unnest($2::bigint[]) AS id, unnest($3::integer[]) AS claim
+), locked AS (
+    SELECT j."id"
+    FROM (SELECT id, claim FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."send_email"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
 UPDATE "shop_jobs"."send_email" AS t
 SET "lease_expires_at" = now() + $1::interval
-FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::integer[]) AS claim) AS h
-WHERE t."id" = ANY($2::bigint[]) AND t."id" = h.id AND t."claim" = h.claim AND t."state" = 'running'
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 RETURNING t."id"
 `
 
@@ -275,10 +299,22 @@ func (q *Queries) PruneFailed(ctx context.Context, arg PruneFailedParams) (int64
 }
 
 const release = `-- name: Release :execrows
+WITH h AS (
+    SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
+), locked AS (
+    SELECT j."id"
+    FROM (SELECT id, claim FROM h ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state" FROM "shop_jobs"."send_email"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR NO KEY UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
 UPDATE "shop_jobs"."send_email" AS t
 SET "state" = 'pending', "attempt" = t."attempt" - 1, "lease_expires_at" = NULL
-FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim) AS h
-WHERE t."id" = ANY($1::bigint[]) AND t."id" = h.id AND t."claim" = h.claim AND t."state" = 'running'
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 `
 
 // ReleaseParams holds the parameters of Release.
@@ -330,35 +366,42 @@ func (q *Queries) Rescue(ctx context.Context, max int32) (int64, error) {
 }
 
 const resolve = `-- name: Resolve :many
-UPDATE "shop_jobs"."send_email" AS t
-SET "state" = CASE
-        WHEN r.outcome = 'snooze' OR (r.outcome = 'retry' AND t."attempt" < t."max_attempts") THEN 'pending'
-        ELSE 'failed'
-    END,
-    "attempt" = CASE WHEN r.outcome = 'snooze' THEN t."attempt" - 1 ELSE t."attempt" END,
-    "run_at" = CASE
-        WHEN r.outcome = 'snooze' OR (r.outcome = 'retry' AND t."attempt" < t."max_attempts") THEN now() + r.delay
-        ELSE t."run_at"
-    END,
-    "finished_at" = CASE
-        WHEN r.outcome = 'snooze' OR (r.outcome = 'retry' AND t."attempt" < t."max_attempts") THEN NULL
-        ELSE now()
-    END,
-    "lease_expires_at" = NULL,
-    "errors" = CASE WHEN r.outcome = 'snooze' THEN t."errors" ELSE (
-        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
-        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(), 'error', r.message, 'worker', t."worker"))) WITH ORDINALITY AS e
-        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
-    ) END
-FROM (
+WITH r AS (
     SELECT unnest($1::bigint[]) AS id,
            unnest($2::integer[]) AS claim,
            unnest($3::text[]) AS outcome,
            unnest($4::interval[]) AS delay,
            unnest($5::text[]) AS message
-) AS r
-WHERE t."id" = ANY($1::bigint[]) AND t."id" = r.id AND t."claim" = r.claim AND t."state" = 'running'
+), locked AS (
+    SELECT j."id", x.outcome, x.delay, x.message,
+           CASE
+               WHEN x.outcome = 'snooze' THEN 'pending'
+               WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
+               ELSE 'failed'
+           END AS next_state
+    FROM (SELECT id, claim, outcome, delay, message FROM r ORDER BY id) AS x
+    CROSS JOIN LATERAL (
+        SELECT "id", "state", "attempt", "max_attempts" FROM "shop_jobs"."send_email"
+        WHERE "id" = x.id AND "claim" = x.claim
+        LIMIT 1
+        FOR UPDATE
+    ) AS j
+    WHERE j."state" = 'running'
+)
+UPDATE "shop_jobs"."send_email" AS t
+SET "state" = locked.next_state,
+    "attempt" = CASE WHEN locked.outcome = 'snooze' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
+    "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
+    "lease_expires_at" = NULL,
+    "errors" = CASE WHEN locked.outcome = 'snooze' THEN t."errors" ELSE (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', locked.message, 'worker', t."worker"))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) END
+FROM locked
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
 RETURNING t."id"
 `
 
