@@ -2,7 +2,6 @@ package skipjack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -43,7 +42,6 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 		signal(r.slotFreed)
 		return nil, nil
 	}
-	e.job = newJob[T](&e.row)
 	ctx, cancel := context.WithCancelCause(r.handlerCtx)
 	e.cancel = cancel
 	return e, ctx
@@ -52,8 +50,7 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 // execute runs one job's handler and records its result.
 func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	job := e.job
-	if err := json.Unmarshal(e.row.Payload, &job.Payload); err != nil {
-		err = fmt.Errorf("decode payload: %w", err)
+	if err := e.decodeErr; err != nil {
 		r.jobDone(job, 0, err)
 		e.cancel(nil)
 		r.finish(e, Resolution{Outcome: OutcomeFail, Message: err.Error()}, false)

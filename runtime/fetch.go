@@ -2,6 +2,7 @@ package skipjack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -148,9 +149,21 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	} else if r.cfg.Hooks != nil {
 		r.cfg.Hooks.Claimed(r.spec.Name, len(rows), time.Since(start))
 	}
-	r.mu.Lock()
+	// Payloads are decoded here, on one goroutine whose stack has grown
+	// once, rather than on the handler goroutines, whose stacks the GC
+	// keeps shrinking while they idle.
+	entries := make([]entry[T], len(rows))
 	for i := range rows {
-		e := &entry[T]{row: rows[i]}
+		e := &entries[i]
+		e.row = rows[i]
+		e.job = newJob[T](&e.row)
+		if err := json.Unmarshal(e.row.Payload, &e.job.Payload); err != nil {
+			e.decodeErr = fmt.Errorf("decode payload: %w", err)
+		}
+	}
+	r.mu.Lock()
+	for i := range entries {
+		e := &entries[i]
 		r.held[e.row.ID] = e
 		r.queue = append(r.queue, e)
 	}

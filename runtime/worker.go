@@ -125,12 +125,13 @@ type runner[T any] struct {
 
 // entry is one claimed job.
 type entry[T any] struct {
-	row      ClaimedRow
-	job      *Job[T]                 // set when the job starts
-	cancel   context.CancelCauseFunc // cancels the running handler
-	lost     bool                    // the lease was lost; drop everything
-	settling bool                    // inside an ack, resolve or release statement
-	res      Resolution              // the outcome when it is not completion
+	row       ClaimedRow
+	job       *Job[T]                 // the handler's view, built and decoded at claim
+	decodeErr error                   // the payload did not decode into T
+	cancel    context.CancelCauseFunc // cancels the running handler
+	lost      bool                    // the lease was lost; drop everything
+	settling  bool                    // inside an ack, resolve or release statement
+	res       Resolution              // the outcome when it is not completion
 }
 
 func newRunner[T any](w *Worker[T]) *runner[T] {
