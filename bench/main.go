@@ -226,6 +226,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer a.close(context.WithoutCancel(ctx))
 	b := &bench{o: o, a: a, out: out}
+	if settings, err := a.settings(ctx); err == nil {
+		fmt.Fprintln(out, "PostgreSQL settings:")
+		for _, kv := range settings {
+			fmt.Fprintf(out, "  %s = %s\n", kv[0], kv[1])
+		}
+	} else {
+		fmt.Fprintln(out, "note: could not read server settings:", err)
+	}
 
 	var failed []string
 	if !o.noMain {
@@ -288,11 +296,11 @@ func (b *bench) withDB(ctx context.Context, sys system, phase string, f func(dsn
 
 // row is one system's line of the main table.
 type row struct {
-	sys                  system
-	enqueue, burn        []float64
-	p50, p95, p99        []float64 // milliseconds
-	errs                 []error
-	timeoutBurn, samples int
+	sys           system
+	enqueue, burn []float64
+	p50, p95, p99 []float64 // milliseconds
+	errs          []error
+	samples       int
 }
 
 // mainTable measures every system runs times, interleaving systems within a

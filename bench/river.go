@@ -92,7 +92,7 @@ func newRiverQueue(pool *pgxpool.Pool, tuned bool, logger *slog.Logger) (*riverQ
 func (q *riverQueue) enqueueMany(ctx context.Context, ps []payload) error {
 	params := make([]river.InsertManyParams, len(ps))
 	for i, p := range ps {
-		params[i] = river.InsertManyParams{Args: riverArgs{N: p.N, Label: p.Label}}
+		params[i] = river.InsertManyParams{Args: riverArgs(p)}
 	}
 	if _, err := q.client.InsertManyFast(ctx, params); err != nil {
 		return fmt.Errorf("river insert many fast: %w", err)
@@ -101,7 +101,7 @@ func (q *riverQueue) enqueueMany(ctx context.Context, ps []payload) error {
 }
 
 func (q *riverQueue) enqueue(ctx context.Context, p payload) error {
-	if _, err := q.client.Insert(ctx, riverArgs{N: p.N, Label: p.Label}, nil); err != nil {
+	if _, err := q.client.Insert(ctx, riverArgs(p), nil); err != nil {
 		return fmt.Errorf("river insert: %w", err)
 	}
 	return nil
