@@ -44,6 +44,7 @@ type options struct {
 	noMain           bool
 	bloat            []int
 	snapshot         time.Duration
+	notify           time.Duration
 	procs            []int
 	cpuProfile       string
 	verbose          bool
@@ -94,6 +95,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.noMain, "no-main", false, "skip the main table (run only the experiments selected below)")
 	bloat := fs.String("bloat", "", "experiment: burn-down with these counts of finished rows kept, e.g. 100000,1000000,5000000")
 	fs.DurationVar(&o.snapshot, "snapshot", 0, "experiment: burn-down while a REPEATABLE READ snapshot is held this long, e.g. 60s")
+	fs.DurationVar(&o.notify, "notify", 0, "experiment: notify on vs off (skipjack-default vs skipjack-poll): latency and the enqueue rate of 32 concurrent single-row enqueuers, each measured this long, e.g. 5s")
 	procs := fs.String("procs", "", "experiment: burn-down with this many worker processes, e.g. 1,2,4")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to this file")
 	fs.BoolVar(&o.verbose, "v", false, "show the systems' warnings (River, skipjack) and progress")
@@ -116,7 +118,7 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.smoke {
 		o.runs, o.jobs, o.latency, o.warmup = 1, 2_000, 2*time.Second, 500*time.Millisecond
-		o.bloat, o.procs, o.snapshot = nil, nil, 0
+		o.bloat, o.procs, o.snapshot, o.notify = nil, nil, 0, 0
 	}
 	if o.runs < 1 || o.jobs < 1 || o.batch < 1 || o.rate < 1 {
 		return o, errors.New("-runs, -jobs, -batch and -rate must be positive")
@@ -176,7 +178,7 @@ func allSystemNames() []string {
 func selected(o options) ([]system, error) {
 	all := allSystems(o)
 	if len(o.systems) == 0 {
-		return all, nil
+		return slices.DeleteFunc(slices.Clone(all), func(s system) bool { return s.experimentOnly }), nil
 	}
 	var out []system
 	for _, s := range all {
@@ -253,6 +255,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.snapshot > 0 {
 		if err := b.snapshotHeld(ctx, systems); err != nil {
 			failed = append(failed, "snapshot: "+err.Error())
+		}
+	}
+	if o.notify > 0 {
+		if err := b.notifyOnOff(ctx); err != nil {
+			failed = append(failed, "notify: "+err.Error())
 		}
 	}
 	if len(o.procs) > 0 {

@@ -13,30 +13,42 @@ import (
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/kept"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/noop"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/quiet"
 )
 
 func init() { skipjackSystems = skipjackSystemsAvailable }
 
 // skipjackSystemsAvailable returns the skipjack rows: the noop queue (delete
-// at ack) with the default and the tuned WorkerConfig, and the kept queue
-// (retention.completed 24h) with the tuned config.
+// at ack) with the default and the tuned WorkerConfig, the kept queue
+// (retention.completed 24h) with the tuned config, and, for the notify
+// experiment only, the quiet queue (notify: false) with the default config.
 func skipjackSystemsAvailable(o options, logger *slog.Logger) []system {
 	tuned := skipjack.WorkerConfig{Concurrency: o.tunedConcurrency, BatchSize: o.tunedBatch}
+	poll := skipjackSystem("skipjack-poll", "deletes at ack (default), notify: false", queueQuiet, skipjack.WorkerConfig{}, o.skipjackConns, logger)
+	poll.experimentOnly = true
 	return []system{
-		skipjackSystem("skipjack-default", "deletes at ack (default)", false, skipjack.WorkerConfig{}, o.skipjackConns, logger),
-		skipjackSystem("skipjack-tuned", "deletes at ack (default)", false, tuned, o.skipjackConns, logger),
-		skipjackSystem("skipjack-kept", "keeps completed 24h (retention.completed)", true, tuned, o.skipjackConns, logger),
+		skipjackSystem("skipjack-default", "deletes at ack (default)", queueNoop, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+		skipjackSystem("skipjack-tuned", "deletes at ack (default)", queueNoop, tuned, o.skipjackConns, logger),
+		skipjackSystem("skipjack-kept", "keeps completed 24h (retention.completed)", queueKept, tuned, o.skipjackConns, logger),
+		poll,
 	}
 }
 
-func skipjackSystem(name, retention string, keep bool, cfg skipjack.WorkerConfig, conns int32, logger *slog.Logger) system {
+// The generated queues of bench/skipjack.yaml.
+const (
+	queueNoop  = "noop"  // deletes completed jobs at ack
+	queueKept  = "kept"  // keeps completed jobs 24h
+	queueQuiet = "quiet" // like noop, with notify: false
+)
+
+func skipjackSystem(name, retention, kind string, cfg skipjack.WorkerConfig, conns int32, logger *slog.Logger) system {
 	return system{
 		name:      name,
 		retention: retention,
 		maxConns:  conns,
 		migrate:   jobs.Migrate,
 		open: func(pool *pgxpool.Pool) (queue, error) {
-			return &skipjackQueue{pool: pool, keep: keep, cfg: cfg, logger: logger}, nil
+			return &skipjackQueue{pool: pool, kind: kind, cfg: cfg, logger: logger}, nil
 		},
 	}
 }
@@ -44,7 +56,7 @@ func skipjackSystem(name, retention string, keep bool, cfg skipjack.WorkerConfig
 // skipjackQueue runs one of the generated queue packages.
 type skipjackQueue struct {
 	pool   *pgxpool.Pool
-	keep   bool // the kept queue instead of noop
+	kind   string // queueNoop, queueKept or queueQuiet
 	cfg    skipjack.WorkerConfig
 	logger *slog.Logger
 
@@ -53,36 +65,39 @@ type skipjackQueue struct {
 }
 
 func (q *skipjackQueue) table() string {
-	if q.keep {
-		return `"skipjack"."kept"`
-	}
-	return `"skipjack"."noop"`
+	return `"skipjack".` + `"` + q.kind + `"`
 }
 
 func (q *skipjackQueue) enqueueMany(ctx context.Context, ps []payload) error {
 	var err error
-	if q.keep {
-		items := make([]kept.Payload, len(ps))
-		for i, p := range ps {
-			items[i] = kept.Payload{N: p.N, Label: p.Label}
-		}
-		_, err = kept.EnqueueMany(ctx, q.pool, items)
-	} else {
-		items := make([]noop.Payload, len(ps))
-		for i, p := range ps {
-			items[i] = noop.Payload{N: p.N, Label: p.Label}
-		}
-		_, err = noop.EnqueueMany(ctx, q.pool, items)
+	switch q.kind {
+	case queueKept:
+		_, err = kept.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) kept.Payload { return kept.Payload(p) }))
+	case queueQuiet:
+		_, err = quiet.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) quiet.Payload { return quiet.Payload(p) }))
+	default:
+		_, err = noop.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) noop.Payload { return noop.Payload(p) }))
 	}
 	return err
 }
 
+func convert[T any](ps []payload, f func(payload) T) []T {
+	out := make([]T, len(ps))
+	for i, p := range ps {
+		out[i] = f(p)
+	}
+	return out
+}
+
 func (q *skipjackQueue) enqueue(ctx context.Context, p payload) error {
 	var err error
-	if q.keep {
-		_, err = kept.Enqueue(ctx, q.pool, kept.Payload{N: p.N, Label: p.Label})
-	} else {
-		_, err = noop.Enqueue(ctx, q.pool, noop.Payload{N: p.N, Label: p.Label})
+	switch q.kind {
+	case queueKept:
+		_, err = kept.Enqueue(ctx, q.pool, kept.Payload(p))
+	case queueQuiet:
+		_, err = quiet.Enqueue(ctx, q.pool, quiet.Payload(p))
+	default:
+		_, err = noop.Enqueue(ctx, q.pool, noop.Payload(p))
 	}
 	return err
 }
@@ -91,8 +106,14 @@ func (q *skipjackQueue) work(ctx context.Context, handle func(int64)) error {
 	cfg := q.cfg
 	cfg.Logger = q.logger
 	cfg.Hooks = claimHooks{q}
-	if q.keep {
+	switch q.kind {
+	case queueKept:
 		return kept.NewWorker(q.pool, func(_ context.Context, job *kept.Job) error {
+			handle(job.Payload.N)
+			return nil
+		}, cfg).Run(ctx)
+	case queueQuiet:
+		return quiet.NewWorker(q.pool, func(_ context.Context, job *quiet.Job) error {
 			handle(job.Payload.N)
 			return nil
 		}, cfg).Run(ctx)
@@ -113,11 +134,11 @@ func (q *skipjackQueue) fillFinished(ctx context.Context, n int) error {
 	// The noop queue deletes completed jobs at ack, so what it keeps are
 	// failed jobs (retention.failed, 720h by default) with an error history;
 	// the kept queue keeps completed jobs.
-	sql := `INSERT INTO "skipjack"."noop" ("state", "payload", "attempt", "max_attempts", "finished_at", "worker", "errors")
+	sql := `INSERT INTO ` + q.table() + ` ("state", "payload", "attempt", "max_attempts", "finished_at", "worker", "errors")
 		SELECT 'failed', '{"n": 0, "label": "bench"}', 25, 25, now(), 'bench',
 		       '[{"attempt": 25, "at": "2026-01-01T00:00:00Z", "error": "boom", "worker": "bench"}]'
 		FROM generate_series(1, $1)`
-	if q.keep {
+	if q.kind == queueKept {
 		sql = `INSERT INTO "skipjack"."kept" ("state", "payload", "attempt", "finished_at", "worker")
 		SELECT 'completed', '{"n": 0, "label": "bench"}', 1, now(), 'bench'
 		FROM generate_series(1, $1)`

@@ -32,6 +32,9 @@ type system struct {
 	migrate func(ctx context.Context, pool *pgxpool.Pool) error
 	// open binds the system to a pool.
 	open func(pool *pgxpool.Pool) (queue, error)
+	// experimentOnly keeps the system out of the main table unless it is
+	// named with -systems.
+	experimentOnly bool
 }
 
 // queue is a system bound to one database.
