@@ -11,18 +11,22 @@ const (
 	maintainBatch = 1000
 	// maintainRounds bounds the statements of one rescue or prune run.
 	maintainRounds = 10
-	// pruneEvery is how often retained jobs are pruned.
-	pruneEvery = time.Minute
+	// pruneEvery is how often retained jobs are pruned, at most; queues
+	// that retain jobs for less than two minutes prune every half
+	// retention, but not more often than minPruneEvery.
+	pruneEvery    = time.Minute
+	minPruneEvery = time.Second
 )
 
 // maintainLoop rescues jobs whose lease lapsed (every Lease/2, with
 // jitter, starting at once) and, when the queue retains finished jobs,
-// prunes old ones (every minute), until stop is closed. Every worker does
+// prunes old ones (see pruneInterval), until stop is closed. Every worker does
 // this: both statements are cheap indexed queries that skip locked rows.
 func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
 	rescue := time.NewTimer(0)
 	defer rescue.Stop()
-	prune := time.NewTimer(jitter(pruneEvery))
+	every := r.pruneInterval()
+	prune := time.NewTimer(jitter(every))
 	defer prune.Stop()
 	pruning := r.spec.RetainCompleted > 0 || r.spec.RetainFailed > 0
 	if !pruning {
@@ -41,9 +45,22 @@ func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
 			if err := r.prune(); err != nil {
 				r.log.Warn("skipjack: pruning finished jobs failed", "error", err)
 			}
-			prune.Reset(jitter(pruneEvery))
+			prune.Reset(jitter(every))
 		}
 	}
+}
+
+// pruneInterval is how often the queue's retained jobs are pruned: every
+// minute, or every half retention for shorter retentions, but at most once
+// a second.
+func (r *runner[T]) pruneInterval() time.Duration {
+	every := pruneEvery
+	for _, keep := range []time.Duration{r.spec.RetainCompleted, r.spec.RetainFailed} {
+		if keep > 0 {
+			every = min(every, max(keep/2, minPruneEvery))
+		}
+	}
+	return every
 }
 
 // rescue makes jobs whose lease lapsed pending again and wakes the fetcher

@@ -97,6 +97,72 @@ $$;
 
 CREATE TRIGGER "fast_notify" AFTER INSERT ON "skipjack"."fast"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."fast_notify"();
+
+CREATE TABLE "skipjack"."kept" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]'
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "kept_claim_idx" ON "skipjack"."kept" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "kept_lease_idx" ON "skipjack"."kept" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "kept_finished_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" IN ('completed', 'failed');
+
+CREATE FUNCTION "skipjack"."kept_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('skipjack.kept', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "kept_notify" AFTER INSERT ON "skipjack"."kept"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."kept_notify"();
+
+CREATE TABLE "skipjack"."slow" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]'
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "slow_claim_idx" ON "skipjack"."slow" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "slow_lease_idx" ON "skipjack"."slow" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "slow_finished_idx" ON "skipjack"."slow" ("finished_at") WHERE "state" IN ('completed', 'failed');
+
+CREATE FUNCTION "skipjack"."slow_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('skipjack.slow', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "slow_notify" AFTER INSERT ON "skipjack"."slow"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."slow_notify"();
 `,
 	},
 }
