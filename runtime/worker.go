@@ -78,8 +78,8 @@ func (s QueueSpec) withDefaults() QueueSpec {
 // has passed), flushes the outstanding acknowledgements and returns nil.
 // Every goroutine Run started has ended when it returns; the process's
 // shared LISTEN connection is closed with the last running worker of its
-// database. Database errors
-// never make Run return: it logs them and retries with backoff.
+// database. Database errors never make Run return: it logs them and retries
+// with backoff.
 //
 // A Worker runs once at a time; Run returns an error if it is already
 // running.
