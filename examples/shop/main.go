@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -41,7 +42,7 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	err := run(ctx)
+	err := connectAndRun(ctx)
 	skipjacktest.Stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shop:", err)
@@ -49,7 +50,8 @@ func main() {
 	}
 }
 
-func run(ctx context.Context) error {
+// connectAndRun finds PostgreSQL and runs the example on it.
+func connectAndRun(ctx context.Context) error {
 	url, err := skipjacktest.ServerURL()
 	if err != nil {
 		return err
@@ -64,15 +66,26 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
+	_, err = run(ctx, pool, os.Stdout)
+	return err
+}
 
+// summary counts what the handlers did.
+type summary struct {
+	sent, resized, charged, refused int64
+}
+
+// run migrates, enqueues the example's jobs and works them until every
+// queue is drained, printing progress to out.
+func run(ctx context.Context, pool *pgxpool.Pool, out io.Writer) (summary, error) {
 	if err := jobs.Migrate(ctx, pool); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return summary{}, fmt.Errorf("migrate: %w", err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS shop_ledger (order_id bigint PRIMARY KEY, amount_cents bigint NOT NULL)`); err != nil {
-		return fmt.Errorf("create ledger: %w", err)
+		return summary{}, fmt.Errorf("create ledger: %w", err)
 	}
 	if err := enqueue(ctx, pool); err != nil {
-		return err
+		return summary{}, err
 	}
 
 	var sent, resized, charged, refused atomic.Int64
@@ -118,28 +131,29 @@ func run(ctx context.Context) error {
 		}()
 	}
 	start := time.Now()
-	err = waitDrained(ctx, pool, func(left int64) {
-		fmt.Printf("%6.1fs  sent %5d  resized %4d  charged %5d  refused %3d  left %5d\n",
+	err := waitDrained(ctx, pool, func(left int64) {
+		fmt.Fprintf(out, "%6.1fs  sent %5d  resized %4d  charged %5d  refused %3d  left %5d\n",
 			time.Since(start).Seconds(), sent.Load(), resized.Load(), charged.Load(), refused.Load(), left)
 	})
 	cancel()
 	wg.Wait()
 	if err != nil {
-		return err
+		return summary{}, err
 	}
+	sum := summary{sent: sent.Load(), resized: resized.Load(), charged: charged.Load(), refused: refused.Load()}
 	took := time.Since(start)
-	total := sent.Load() + resized.Load() + charged.Load() + refused.Load()
-	fmt.Printf("\ndone: %d jobs in %v (%.0f jobs/s): %d emails sent, %d images resized, %d refused permanently, %d cards charged\n",
-		total, took.Round(time.Millisecond), float64(total)/took.Seconds(), sent.Load(), resized.Load(), refused.Load(), charged.Load())
+	total := sum.sent + sum.resized + sum.charged + sum.refused
+	fmt.Fprintf(out, "\ndone: %d jobs in %v (%.0f jobs/s): %d emails sent, %d images resized, %d refused permanently, %d cards charged\n",
+		total, took.Round(time.Millisecond), float64(total)/took.Seconds(), sum.sent, sum.resized, sum.refused, sum.charged)
 	for _, name := range []string{sendemail.Name, resizeimage.Name, chargecard.Name} {
 		s, err := statsFuncs[name](ctx, pool)
 		if err != nil {
-			return fmt.Errorf("stats %s: %w", name, err)
+			return sum, fmt.Errorf("stats %s: %w", name, err)
 		}
-		fmt.Printf("  %-13s pending %d, scheduled %d, running %d, completed (kept) %d, failed (kept) %d\n",
+		fmt.Fprintf(out, "  %-13s pending %d, scheduled %d, running %d, completed (kept) %d, failed (kept) %d\n",
 			name, s.Pending, s.Scheduled, s.Running, s.Completed, s.Failed)
 	}
-	return nil
+	return sum, nil
 }
 
 // enqueue adds the example's jobs: emails in one COPY, images one by one
