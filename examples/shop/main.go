@@ -90,7 +90,7 @@ func run(ctx context.Context, pool *pgxpool.Pool, out io.Writer) (summary, error
 
 	var sent, resized, charged, refused atomic.Int64
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	wcfg := skipjack.WorkerConfig{Concurrency: 10, Logger: logger}
+	wcfg := skipjack.WorkerConfig{Concurrency: 30, Logger: logger}
 	workers := []interface{ Run(context.Context) error }{
 		sendemail.NewWorker(pool, func(ctx context.Context, job *sendemail.Job) error {
 			sent.Add(1) // a real handler would talk to a mail server here
