@@ -38,7 +38,7 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/skipjack" ./cmd/skipjack
 for cfg in examples/*/skipjack.yaml bench/skipjack.yaml runtime/internal/testqueue/skipjack.yaml; do
-	[ -f "$cfg" ] && "$bin/skipjack" check -f "$cfg"
+	if [ -f "$cfg" ]; then "$bin/skipjack" check -f "$cfg"; fi
 done
 
 step "benchmark smoke run"
