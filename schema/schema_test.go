@@ -1,0 +1,90 @@
+package schema
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestIdentifiersStayShortAndUnique checks the derived names of two
+// 40-byte queue names that share a 39-byte prefix, in a 63-byte schema.
+func TestIdentifiersStayShortAndUnique(t *testing.T) {
+	t.Parallel()
+	schema := strings.Repeat("s", 63)
+	a := Table{Schema: schema, Name: strings.Repeat("q", 39) + "a", Notify: true}
+	b := Table{Schema: schema, Name: strings.Repeat("q", 39) + "b", Notify: true}
+	da, db := a.data(true), b.data(true)
+	pairs := []struct{ what, a, b string }{
+		{"claim index", da.ClaimIndex, db.ClaimIndex},
+		{"lease index", da.LeaseIndex, db.LeaseIndex},
+		{"finished index", da.FinishedIndex, db.FinishedIndex},
+		{"notify trigger", da.NotifyTrigger, db.NotifyTrigger},
+		{"channel", a.Channel(), b.Channel()},
+	}
+	for _, p := range pairs {
+		for _, id := range []string{p.a, p.b} {
+			if n := len(strings.Trim(id, `"`)); n > 63 {
+				t.Errorf("%s %s is %d bytes, want at most 63", p.what, id, n)
+			}
+		}
+		if p.a == p.b {
+			t.Errorf("%s is %s for both queues, want distinct names", p.what, p.a)
+		}
+	}
+}
+
+func TestIdent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want int // length of the result
+	}{
+		{"short", 5},
+		{strings.Repeat("x", 63), 63},
+		{strings.Repeat("x", 64), 63},
+		{strings.Repeat("x", 200), 63},
+	}
+	for _, tc := range tests {
+		if got := Ident(tc.in); len(got) != tc.want {
+			t.Errorf("Ident(%d bytes) = %d bytes, want %d", len(tc.in), len(got), tc.want)
+		}
+	}
+}
+
+func TestAlter(t *testing.T) {
+	t.Parallel()
+	base := Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Notify: true,
+		StorageParams: []Param{{"fillfactor", "90"}, {"autovacuum_vacuum_scale_factor", "0.01"}}}
+	tests := []struct {
+		name   string
+		change func(*Table)
+		want   []string // statements the DDL must contain; none means no DDL
+	}{
+		{"unchanged", func(*Table) {}, nil},
+		{"max attempts", func(t *Table) { t.MaxAttempts = 5 }, []string{`ALTER COLUMN "max_attempts" SET DEFAULT 5;`}},
+		{"priority on", func(t *Table) { t.Priority = true }, []string{`DROP INDEX "skipjack"."q_claim_idx";`, `("priority", "run_at", "id")`}},
+		{"notify off", func(t *Table) { t.Notify = false }, []string{`DROP TRIGGER "q_notify"`, `DROP FUNCTION "skipjack"."q_notify"();`}},
+		{"storage", func(t *Table) {
+			t.StorageParams = []Param{{"fillfactor", "80"}}
+		}, []string{`RESET (autovacuum_vacuum_scale_factor)`, `SET (fillfactor = 80)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			to := base
+			to.StorageParams = append([]Param(nil), base.StorageParams...)
+			tc.change(&to)
+			got, err := Alter(base, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.want) == 0 && got != "" {
+				t.Fatalf("Alter = %q, want no DDL", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Alter DDL lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
