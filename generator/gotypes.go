@@ -83,8 +83,9 @@ func isStd(path string) bool {
 type typeWriter struct {
 	im       *imports
 	external map[string]external
-	// shared qualifies shared struct names ("" inside the shared package,
-	// where they are local; queue packages use their aliases).
+	// sharedUsed collects the shared struct names the file uses, when not
+	// nil (queue packages re-export them by alias; the shared package
+	// declares them).
 	sharedUsed map[string]bool
 }
 
