@@ -163,6 +163,39 @@ $$;
 
 CREATE TRIGGER "slow_notify" AFTER INSERT ON "skipjack"."slow"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."slow_notify"();
+
+CREATE TABLE "skipjack"."ranked" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]'
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "ranked_claim_idx" ON "skipjack"."ranked" ("priority", "run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "ranked_lease_idx" ON "skipjack"."ranked" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "ranked_finished_idx" ON "skipjack"."ranked" ("finished_at") WHERE "state" IN ('completed', 'failed');
+
+CREATE FUNCTION "skipjack"."ranked_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('skipjack.ranked', '');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "ranked_notify" AFTER INSERT ON "skipjack"."ranked"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."ranked_notify"();
 `,
 	},
 }

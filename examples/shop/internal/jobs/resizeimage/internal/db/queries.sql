@@ -21,11 +21,19 @@ SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 -- name: Claim :many
 -- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold.
 WITH picked AS (
-    SELECT "id" FROM "shop_jobs"."resize_image"
-    WHERE "state" = 'pending' AND "run_at" <= now()
-    ORDER BY "priority", "run_at", "id"
+    -- One index range per priority, best first: each stops at now(), so
+    -- jobs scheduled for later are never read, and the nested loop stops
+    -- pulling (and locking) rows once max are picked.
+    SELECT c."id"
+    FROM generate_series(0, 9) AS p(priority)
+    CROSS JOIN LATERAL (
+        SELECT "id" FROM "shop_jobs"."resize_image"
+        WHERE "state" = 'pending' AND "priority" = p.priority AND "run_at" <= now()
+        ORDER BY "run_at", "id"
+        LIMIT sqlc.arg(max)
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) AS c
     LIMIT sqlc.arg(max)
-    FOR NO KEY UPDATE SKIP LOCKED
 )
 UPDATE "shop_jobs"."resize_image" AS j
 SET "state" = 'running',

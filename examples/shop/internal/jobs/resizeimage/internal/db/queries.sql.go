@@ -9,11 +9,19 @@ import (
 
 const claim = `-- name: Claim :many
 WITH picked AS (
-    SELECT "id" FROM "shop_jobs"."resize_image"
-    WHERE "state" = 'pending' AND "run_at" <= now()
-    ORDER BY "priority", "run_at", "id"
+    -- One index range per priority, best first: each stops at now(), so
+    -- jobs scheduled for later are never read, and the nested loop stops
+    -- pulling (and locking) rows once max are picked.
+    SELECT c."id"
+    FROM generate_series(0, 9) AS p(priority)
+    CROSS JOIN LATERAL (
+        SELECT "id" FROM "shop_jobs"."resize_image"
+        WHERE "state" = 'pending' AND "priority" = p.priority AND "run_at" <= now()
+        ORDER BY "run_at", "id"
+        LIMIT $3
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) AS c
     LIMIT $3
-    FOR NO KEY UPDATE SKIP LOCKED
 )
 UPDATE "shop_jobs"."resize_image" AS j
 SET "state" = 'running',
