@@ -66,18 +66,11 @@ func (r *runner[T]) pruneInterval() time.Duration {
 // rescue makes jobs whose lease lapsed pending again and wakes the fetcher
 // when it found any.
 func (r *runner[T]) rescue() error {
-	var total int64
-	for range maintainRounds {
-		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-		n, err := r.store.Rescue(ctx, maintainBatch)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("rescue %s: %w", r.spec.Name, err)
-		}
-		total += n
-		if n < maintainBatch {
-			break
-		}
+	total, err := inRounds(func(ctx context.Context) (int64, error) {
+		return r.store.Rescue(ctx, maintainBatch)
+	})
+	if err != nil {
+		return fmt.Errorf("rescue %s: %w", r.spec.Name, err)
 	}
 	if total > 0 {
 		r.log.Info("skipjack: rescued jobs whose lease lapsed", "jobs", total)
@@ -88,21 +81,34 @@ func (r *runner[T]) rescue() error {
 
 // prune deletes retained jobs older than the queue's retention.
 func (r *runner[T]) prune() error {
+	total, err := inRounds(func(ctx context.Context) (int64, error) {
+		return r.store.Prune(ctx, r.spec.RetainCompleted, r.spec.RetainFailed, maintainBatch)
+	})
+	if err != nil {
+		return fmt.Errorf("prune %s: %w", r.spec.Name, err)
+	}
+	if total > 0 {
+		r.log.Debug("skipjack: pruned finished jobs", "jobs", total)
+	}
+	return nil
+}
+
+// inRounds runs a bounded maintenance statement (each run touches at most
+// maintainBatch rows) until a run touches fewer or maintainRounds have run,
+// each with its own deadline, and returns the rows touched in all.
+func inRounds(stmt func(ctx context.Context) (int64, error)) (int64, error) {
 	var total int64
 	for range maintainRounds {
 		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-		n, err := r.store.Prune(ctx, r.spec.RetainCompleted, r.spec.RetainFailed, maintainBatch)
+		n, err := stmt(ctx)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("prune %s: %w", r.spec.Name, err)
+			return total, err
 		}
 		total += n
 		if n < maintainBatch {
 			break
 		}
 	}
-	if total > 0 {
-		r.log.Debug("skipjack: pruned finished jobs", "jobs", total)
-	}
-	return nil
+	return total, nil
 }
