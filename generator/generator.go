@@ -71,7 +71,6 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 	diags := &diagnostics{file: cfg.Path}
 	outDir := filepath.Join(cfg.Dir, filepath.FromSlash(cfg.Out))
 	outImport, sharedPkg := locateOut(cfg, outDir, diags)
-	checkNames(cfg, diags)
 	if err := diags.err(); err != nil {
 		return nil, err
 	}
@@ -189,20 +188,9 @@ func locateOut(cfg *config.Config, outDir string, diags *diagnostics) (importPat
 	return importPath, pkg
 }
 
-// queueIdentifiers are the top-level names of every queue package.
+// queueIdentifiers are the top-level names of every queue package; imports
+// are renamed around them (config rejects shared types named like them).
 var queueIdentifiers = []string{
 	"Name", "Payload", "Job", "DBTX", "Spec", "Enqueue", "EnqueueMany", "CompleteTx",
 	"Stats", "Worker", "NewWorker", "store",
-}
-
-// checkNames refuses shared type names that would collide with the
-// identifiers of the queue packages they are re-exported into.
-func checkNames(cfg *config.Config, diags *diagnostics) {
-	for _, s := range cfg.Types {
-		for _, id := range queueIdentifiers {
-			if s.Name == id {
-				diags.addf(s.Pos, "type name %s is reserved: every queue package declares %s", s.Name, id)
-			}
-		}
-	}
 }

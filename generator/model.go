@@ -15,11 +15,7 @@ import (
 // links.
 const runtimeImport = "github.com/skipjack-dev/skipjack/runtime"
 
-// table returns the schema description of q.
-func (g *gen) table(q *config.Queue) schema.Table {
-	return tableOf(g.cfg, q)
-}
-
+// tableOf returns the schema description of q's table.
 func tableOf(cfg *config.Config, q *config.Queue) schema.Table {
 	t := schema.Table{
 		Schema:      cfg.Schema,
@@ -86,7 +82,7 @@ func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
 		}
 	}
 	std, other := im.split()
-	t := g.table(q)
+	t := tableOf(g.cfg, q)
 	return templates.QueueFile{
 		Package:         q.Package,
 		Queue:           q.Name,

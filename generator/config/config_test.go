@@ -444,10 +444,11 @@ skipjack.yaml:5:44: unknown migrations format "gose": use plain, goose, golang-m
 		},
 		{
 			name: "shared type names",
-			yaml: head + "types:\n  Payload: {}\n  address: {}\n  Job: {}\nqueues: {a: {}}\n",
+			yaml: head + "types:\n  Payload: {}\n  address: {}\n  Job: {}\n  Spec: {}\nqueues: {a: {}}\n",
 			want: `skipjack.yaml:4:3: type name "Payload" is reserved: generated packages declare their own Payload
 skipjack.yaml:5:3: invalid type name "address": use an exported Go name (a capital letter, then letters and digits)
-skipjack.yaml:6:3: type name "Job" is reserved: generated packages declare their own Job`,
+skipjack.yaml:6:3: type name "Job" is reserved: generated packages declare their own Job
+skipjack.yaml:7:3: type name "Spec" is reserved: generated packages declare their own Spec`,
 		},
 		{
 			name: "value cycles",

@@ -87,7 +87,8 @@ var reservedPackages = map[string]bool{
 var reservedTypes = map[string]bool{
 	"Payload": true, "Job": true, "DBTX": true, "Worker": true,
 	"NewWorker": true, "Enqueue": true, "EnqueueMany": true,
-	"CompleteTx": true, "Stats": true, "Migrate": true,
+	"CompleteTx": true, "Stats": true, "Name": true, "Spec": true,
+	"Migrate": true,
 }
 
 // packageProblem says why pkg cannot be a queue's package name, or "".
