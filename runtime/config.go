@@ -41,6 +41,11 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Hooks receives events for metrics and tracing. Default none.
 	Hooks Hooks
+	// PollOnly turns LISTEN off entirely: the worker finds jobs only by
+	// polling every PollInterval, and keeps no session state across
+	// statements, as PgBouncer's transaction pooling requires. Default
+	// false (woken by NOTIFY on queues declared with notify: true).
+	PollOnly bool
 	// WorkerID identifies this worker in the jobs it claims and in their
 	// error history. Default hostname:pid:random.
 	WorkerID string

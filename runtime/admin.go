@@ -1,0 +1,102 @@
+package skipjack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The states of a job row.
+const (
+	// StatePending is a job waiting for its run_at (due or scheduled).
+	StatePending = "pending"
+	// StateRunning is a job claimed by a worker under a lease.
+	StateRunning = "running"
+	// StateCompleted is a retained completed job.
+	StateCompleted = "completed"
+	// StateFailed is a job that used up its attempts, failed permanently or
+	// was cancelled.
+	StateFailed = "failed"
+)
+
+// ErrNotFound is returned by a queue's Get when no job has the given id.
+var ErrNotFound = errors.New("skipjack: job not found")
+
+// ErrCancelled is the cause of a running handler's context when an operator
+// cancels its job (a queue's Cancel). The job ends failed and is not retried.
+var ErrCancelled = errors.New("skipjack: job cancelled")
+
+// ErrDuplicate is returned (wrapped) by Enqueue of a queue declared with
+// unique: when a job with the same unique key already exists in one of the
+// unique states. Enqueue then also returns the existing job's id.
+var ErrDuplicate = errors.New("skipjack: duplicate job")
+
+// Record is one job row as the admin functions (Get, List) return it.
+type Record[T any] struct {
+	// ID is the job's primary key in its queue table.
+	ID int64 `json:"id"`
+	// State is pending, running, completed or failed.
+	State string `json:"state"`
+	// Attempt is the number of attempts made so far (the running one
+	// included).
+	Attempt int `json:"attempt"`
+	// MaxAttempts is the attempt after which a failing job is marked failed.
+	MaxAttempts int `json:"max_attempts"`
+	// Priority is the job's priority, 0 (first) to 9 (last).
+	Priority int `json:"priority"`
+	// RunAt is when the job becomes (or became) runnable.
+	RunAt time.Time `json:"run_at"`
+	// CreatedAt is when the job was enqueued.
+	CreatedAt time.Time `json:"created_at"`
+	// FinishedAt is when the job completed or failed, or nil.
+	FinishedAt *time.Time `json:"finished_at"`
+	// LeaseExpiresAt is when a running job's lease lapses, or nil.
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	// Worker identifies the worker that claimed the job last, or "".
+	Worker string `json:"worker"`
+	// Rescues counts how often a lapsed lease of this job was rescued.
+	Rescues int `json:"rescues"`
+	// Errors holds the most recent errors of the job's attempts, oldest
+	// first.
+	Errors []AttemptError `json:"errors"`
+	// Payload is the job's payload.
+	Payload T `json:"payload"`
+}
+
+// ListParams selects a page of jobs for a queue's List, in id order.
+type ListParams struct {
+	// State keeps only jobs in this state; "" lists every state.
+	State string
+	// AfterID starts the page after this id (keyset pagination: pass the
+	// last id of the previous page); 0 starts at the beginning.
+	AfterID int64
+	// Limit caps the page size. Default 100, at most 1000.
+	Limit int
+}
+
+// QueueAdmin is the untyped operations view of one queue, with payloads as
+// raw JSON: what tools such as the dashboard and the skipjack jobs command
+// work with. Every generated queue package returns one from its Admin
+// function, bound to a database handle.
+type QueueAdmin interface {
+	// Name is the queue's name as declared in skipjack.yaml.
+	Name() string
+	// Stats counts the queue's jobs by state.
+	Stats(ctx context.Context) (Stats, error)
+	// Finished counts the retained jobs that completed and failed since the
+	// given time. Queues that delete completed jobs at ack report 0
+	// completed.
+	Finished(ctx context.Context, since time.Time) (completed, failed int64, err error)
+	// Get returns one job, or an error matching ErrNotFound.
+	Get(ctx context.Context, id int64) (*Record[json.RawMessage], error)
+	// List returns a page of jobs in id order.
+	List(ctx context.Context, p ListParams) ([]*Record[json.RawMessage], error)
+	// Retry makes failed or scheduled jobs pending now and returns how many
+	// changed.
+	Retry(ctx context.Context, ids ...int64) (int64, error)
+	// Cancel fails pending jobs with "cancelled" and asks the workers of
+	// running jobs to cancel their handlers (with cause ErrCancelled);
+	// it returns how many jobs it changed.
+	Cancel(ctx context.Context, ids ...int64) (int64, error)
+}
