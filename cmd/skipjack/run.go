@@ -27,78 +27,141 @@ type env struct {
 	sqlc           func(dir string) error
 }
 
-const usage = `usage: skipjack <command> [flags]
+// options are the parsed flags and arguments of one command.
+type options struct {
+	file   string
+	dbURL  string
+	asJSON bool
+}
 
-commands:
-  generate   write the migrations, sqlc code and queue packages the YAML declares
-  check      write nothing; exit 1 listing every generated file that is changed,
-             missing or stale and every migration the YAML needs
-  migrate    apply pending migrations to a database
-  stats      print per-queue job counts
+// A command is one subcommand of the CLI with the flags it accepts.
+type command struct {
+	name     string
+	synopsis string // the flags and arguments after the command's name
+	summary  string
+	// database: the command takes --database-url (default $DATABASE_URL)
+	// and needs a database; json: it takes --json.
+	database, json bool
+	run            func(o options, e env) error
+}
 
-flags:
-  -f FILE             the config file (default ./skipjack.yaml)
-  --database-url URL  the database for migrate and stats (default $DATABASE_URL)
-  --json              stats: print JSON
-`
+var commands = []command{
+	{
+		name: "generate", synopsis: "[-f skipjack.yaml]",
+		summary: "write the migrations, sqlc code and queue packages the YAML declares",
+		run:     func(o options, e env) error { return generate(o.file, e) },
+	},
+	{
+		name: "check", synopsis: "[-f skipjack.yaml]",
+		summary: "write nothing; list every generated file that is changed, missing or\n             stale and every migration the YAML needs, and exit 1 if there are any",
+		run:     func(o options, e env) error { return check(o.file, e) },
+	},
+	{
+		name: "migrate", synopsis: "[-f skipjack.yaml] [--database-url URL]",
+		summary: "apply pending migrations to a database", database: true,
+		run: func(o options, e env) error { return runInModule("migrate", o.file, o.dbURL, false, e) },
+	},
+	{
+		name: "stats", synopsis: "[-f skipjack.yaml] [--database-url URL] [--json]",
+		summary: "print per-queue job counts", database: true, json: true,
+		run: func(o options, e env) error { return runInModule("stats", o.file, o.dbURL, o.asJSON, e) },
+	},
+}
+
+// usage is the CLI's overall usage.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: skipjack <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nrun skipjack <command> -h for the flags of a command\n")
+	return b.String()
+}
+
+// flagSet returns the flags of c, bound to o, printing c's usage to w on a
+// flag error.
+func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("skipjack "+c.name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.StringVar(&o.file, "f", "skipjack.yaml", "the config `FILE` (default ./skipjack.yaml)")
+	if c.database {
+		fs.StringVar(&o.dbURL, "database-url", os.Getenv("DATABASE_URL"), "the database `URL` (default $DATABASE_URL)")
+	}
+	if c.json {
+		fs.BoolVar(&o.asJSON, "json", false, "print JSON")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(w, "usage: skipjack %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis, strings.Join(strings.Fields(c.summary), " "))
+		fs.VisitAll(func(f *flag.Flag) {
+			name, help := flag.UnquoteUsage(f)
+			dash := "-"
+			if len(f.Name) > 1 {
+				dash = "--"
+			}
+			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(dash+f.Name+" "+name))
+			fmt.Fprintf(w, "\t%s\n", help)
+		})
+	}
+	return fs
+}
 
 // run executes the command line args and returns the exit status.
 func run(args []string, e env) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(e.stderr, usage)
+		fmt.Fprint(e.stderr, usage())
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return exitOK
 	}
-	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("skipjack "+cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	file := fs.String("f", "skipjack.yaml", "the config `file`")
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "the database `URL` (migrate, stats)")
-	asJSON := fs.Bool("json", false, "print JSON (stats)")
-	switch cmd {
-	case "generate", "check", "migrate", "stats":
-	default:
-		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", cmd, usage)
+	var c *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			c = &commands[i]
+		}
+	}
+	if c == nil {
+		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", args[0], usage())
 		return exitUsage
 	}
-	if err := fs.Parse(rest); err != nil {
+	var o options
+	fs := c.flagSet(&o, e.stderr)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "skipjack %s: unexpected arguments %q\n", cmd, fs.Args())
+		fmt.Fprintf(e.stderr, "skipjack %s: unexpected arguments %q\n\n", c.name, fs.Args())
+		fs.Usage()
 		return exitUsage
 	}
-	var err error
-	switch cmd {
-	case "generate":
-		err = generate(*file, e)
-	case "check":
-		err = check(*file, e)
-	case "migrate", "stats":
-		if *dbURL == "" {
-			fmt.Fprintf(e.stderr, "skipjack %s: no database: pass --database-url or set DATABASE_URL\n", cmd)
-			return exitUsage
-		}
-		err = runInModule(cmd, *file, *dbURL, *asJSON, e)
+	if c.database && o.dbURL == "" {
+		fmt.Fprintf(e.stderr, "skipjack %s: no database: pass --database-url or set DATABASE_URL\n\n", c.name)
+		fs.Usage()
+		return exitUsage
 	}
-	if err != nil {
+	if err := c.run(o, e); err != nil {
 		var ce config.Errors
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce):
 			for _, x := range ce {
 				fmt.Fprintln(e.stderr, x.Error())
 			}
-		} else if !errors.Is(err, errDrift) {
-			fmt.Fprintf(e.stderr, "skipjack %s: %v\n", cmd, err)
+		case errors.Is(err, errReported):
+		default:
+			fmt.Fprintf(e.stderr, "skipjack %s: %v\n", c.name, err)
 		}
 		return exitFailure
 	}
 	return exitOK
 }
 
-// errDrift reports that check found differences (already printed).
-var errDrift = errors.New("generated files are out of date")
+// errReported is returned by a command that has already printed why it
+// failed (check's drift report, a failed program's own output).
+var errReported = errors.New("failure already reported")
 
 // load loads the config and generates its files in memory.
 func load(file string, e env) (*config.Config, *generator.Output, error) {
@@ -151,7 +214,7 @@ func check(file string, e env) error {
 		fmt.Fprint(e.stderr, "\n", p.Diff)
 	}
 	fmt.Fprintf(e.stderr, "\nskipjack check: %s; run skipjack generate -f %s\n", plural(len(problems), "problem"), file)
-	return errDrift
+	return errReported
 }
 
 // displayPath shows a path relative to the config's folder as the user
