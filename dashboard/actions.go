@@ -1,0 +1,46 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// action is an operation on one job that an operator confirms first.
+type action struct {
+	// Name is the action's path segment and form token label.
+	Name string
+	// Verb and Past label buttons and results.
+	Verb, Past string
+	// Explain says on the confirmation page what the action does.
+	Explain string
+	// applies reports whether the action changes a job in rec's state.
+	applies func(rec *skipjack.Record[json.RawMessage], now time.Time) bool
+	// do performs the action and returns how many jobs changed.
+	do func(ctx context.Context, q skipjack.QueueAdmin, id int64) (int64, error)
+}
+
+// actionOrder is the order of a job page's action buttons.
+var actionOrder = []string{"retry", "cancel"}
+
+// actions are the actions by name.
+var actions = map[string]action{
+	"retry": {
+		Name: "retry", Verb: "Retry", Past: "retried: it is pending now",
+		Explain: "The job becomes pending with its run time set to now, so the next free worker runs it: a failed job runs again, a scheduled one runs early.",
+		applies: func(rec *skipjack.Record[json.RawMessage], now time.Time) bool {
+			return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending && rec.RunAt.After(now))
+		},
+		do: func(ctx context.Context, q skipjack.QueueAdmin, id int64) (int64, error) { return q.Retry(ctx, id) },
+	},
+	"cancel": {
+		Name: "cancel", Verb: "Cancel", Past: "cancelled",
+		Explain: "A pending job fails at once with the error \"cancelled\" and is not retried. A running job's handler has its context cancelled; the job then ends failed and is not retried.",
+		applies: func(rec *skipjack.Record[json.RawMessage], _ time.Time) bool {
+			return rec.State == skipjack.StatePending || rec.State == skipjack.StateRunning
+		},
+		do: func(ctx context.Context, q skipjack.QueueAdmin, id int64) (int64, error) { return q.Cancel(ctx, id) },
+	},
+}

@@ -1,0 +1,489 @@
+package dashboard
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// testNow is the fixed clock of the fake-queue tests.
+var testNow = time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
+
+// newTestHandler returns a dashboard over fake queues "alpha" (60 jobs)
+// and "beta" (4 jobs) on the fixed clock.
+func newTestHandler(t *testing.T, cfg Config) (*Handler, *fakeQueue) {
+	t.Helper()
+	alpha := newFakeQueue("alpha", 60, testNow)
+	if cfg.Queues == nil {
+		cfg.Queues = []skipjack.QueueAdmin{alpha, newFakeQueue("beta", 4, testNow)}
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h.now = func() time.Time { return testNow }
+	return h, alpha
+}
+
+// do runs one request against h and returns the response and its body.
+func do(t *testing.T, h http.Handler, r *http.Request) (*http.Response, string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	res := w.Result()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue("alpha", 1, testNow)
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no queues", Config{}, "no queues"},
+		{"nil queue", Config{Queues: []skipjack.QueueAdmin{q, nil}}, "queue 1 is nil"},
+		{"duplicate", Config{Queues: []skipjack.QueueAdmin{q, newFakeQueue("alpha", 1, testNow)}}, `"alpha" is listed twice`},
+		{"slash in name", Config{Queues: []skipjack.QueueAdmin{newFakeQueue("a/b", 1, testNow)}}, "cannot be a path segment"},
+		{"empty name", Config{Queues: []skipjack.QueueAdmin{newFakeQueue("", 1, testNow)}}, "cannot be a path segment"},
+		{"page size", Config{Queues: []skipjack.QueueAdmin{q}, PageSize: 1001}, "page size 1001"},
+		{"short secret", Config{Queues: []skipjack.QueueAdmin{q}, Secret: []byte("short")}, "at least 32"},
+		{"bad origin", Config{Queues: []skipjack.QueueAdmin{q}, TrustedOrigins: []string{"not a url"}}, "trusted origin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: got error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHandler(t, Config{Actions: true})
+	tests := []struct {
+		method, target string
+		status         int
+		contains       []string
+		location       string
+	}{
+		{"GET", "/", 200, []string{"<h1>Queues</h1>", `href="./queues/alpha?state=failed"`, "All queues"}, ""},
+		{"HEAD", "/", 200, nil, ""},
+		{"GET", "/queues/alpha", 200, []string{"<h1>Queue alpha</h1>", `href="../queues/alpha/jobs/1"`, `rel="next"`}, ""},
+		{"GET", "/queues/alpha?state=failed", 200, []string{"Failed jobs of alpha", `data-job="1"`}, ""},
+		{"GET", "/queues/alpha?state=bogus", 400, []string{"Unknown state"}, ""},
+		{"GET", "/queues/alpha?after=x", 400, []string{"must be a job id"}, ""},
+		{"GET", "/queues/alpha?id=7", 303, nil, "../queues/alpha/jobs/7"},
+		{"GET", "/queues/alpha?id=999", 404, []string{"Queue alpha has no job 999."}, ""},
+		{"GET", "/queues/alpha?id=abc", 400, []string{"is not a job id"}, ""},
+		{"GET", "/queues/nope", 404, []string{"no queue named"}, ""},
+		{"GET", "/queues/alpha/jobs/1", 200, []string{"<h1>Job 1</h1>", "smtp: 550 mailbox unavailable", "host-2/3", `href="../../../queues/alpha/jobs/1/retry"`}, ""},
+		{"GET", "/queues/alpha/jobs/999", 404, []string{"has no job 999"}, ""},
+		{"GET", "/queues/alpha/jobs/01", 404, nil, ""},
+		{"GET", "/queues/alpha/jobs/-1", 404, nil, ""},
+		{"GET", "/queues/alpha/jobs/1/retry", 200, []string{"Retry job 1?", `name="token"`}, ""},
+		{"GET", "/queues/alpha/jobs/1/explode", 404, []string{"No such action."}, ""},
+		{"GET", "/queues/alpha/jobs/1/", 404, nil, ""},
+		{"GET", "/queues//jobs", 404, nil, ""},
+		{"GET", "/assets/app.css", 200, []string{"--bg"}, ""},
+		{"GET", "/assets/app.js", 200, []string{"X-Skipjack-Partial"}, ""},
+		{"GET", "/assets/missing.js", 404, nil, ""},
+		{"GET", "/nowhere", 404, nil, ""},
+		{"DELETE", "/", 405, nil, ""},
+		{"POST", "/queues/alpha", 405, nil, ""},
+		{"POST", "/queues/alpha/jobs/1", 405, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			t.Parallel()
+			res, body := do(t, h, httptest.NewRequest(tt.method, tt.target, nil))
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d; body:\n%s", res.StatusCode, tt.status, body)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(body, s) {
+					t.Errorf("body lacks %q:\n%s", s, body)
+				}
+			}
+			if got := res.Header.Get("Location"); got != tt.location {
+				t.Errorf("Location %q, want %q", got, tt.location)
+			}
+			if tt.status == 200 && strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+				if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+					t.Errorf("Content-Security-Policy %q", csp)
+				}
+			}
+		})
+	}
+}
+
+// hrefs returns the href and action attributes of an HTML page.
+var hrefRE = regexp.MustCompile(`(?:href|action|src)="([^"#]*)"`)
+
+// TestMountedUnderPrefix crawls the dashboard mounted under a prefix
+// behind a middleware, as a service mounts it, and checks that every link of
+// every page resolves under the prefix and answers 200.
+func TestMountedUnderPrefix(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHandler(t, Config{Actions: true, PageSize: 20})
+	const prefix = "/ops/jobs"
+	mux := http.NewServeMux()
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer ok" {
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle(prefix+"/", auth(http.StripPrefix(prefix, h)))
+	mux.Handle(prefix, auth(http.StripPrefix(prefix, h)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	get := func(u string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("Authorization", "Bearer ok")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+
+	// The mount point without its slash redirects to it with one.
+	res, _ := get(srv.URL + prefix)
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusMovedPermanently || loc != "jobs/" {
+		t.Fatalf("GET %s: %d Location %q, want 301 to jobs/", prefix, res.StatusCode, loc)
+	}
+
+	seen := map[string]bool{}
+	queue := []string{srv.URL + prefix + "/"}
+	for len(queue) > 0 && len(seen) < 200 {
+		page := queue[0]
+		queue = queue[1:]
+		if seen[page] {
+			continue
+		}
+		seen[page] = true
+		res, body := get(page)
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: status %d", page, res.StatusCode)
+			continue
+		}
+		if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			continue
+		}
+		base, _ := url.Parse(page)
+		for _, m := range hrefRE.FindAllStringSubmatch(body, -1) {
+			ref, err := url.Parse(strings.ReplaceAll(m[1], "&amp;", "&"))
+			if err != nil {
+				t.Errorf("%s: bad link %q", page, m[1])
+				continue
+			}
+			abs := base.ResolveReference(ref)
+			if !strings.HasPrefix(abs.Path, prefix+"/") {
+				t.Errorf("%s: link %q leaves the mount point: %s", page, m[1], abs)
+				continue
+			}
+			queue = append(queue, abs.String())
+		}
+	}
+	for _, want := range []string{
+		"/queues/alpha", "/queues/alpha?state=failed", "/queues/alpha/jobs/1",
+		"/queues/alpha/jobs/1/retry", "/queues/alpha?after=20", "/assets/app.js?v=" + assetVersion,
+	} {
+		if !seen[srv.URL+prefix+want] {
+			t.Errorf("crawl never reached %s", want)
+		}
+	}
+}
+
+// confirmToken GETs an action's confirmation page and returns its token.
+func confirmToken(t *testing.T, h http.Handler, target string) string {
+	t.Helper()
+	res, body := do(t, h, httptest.NewRequest("GET", target, nil))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d", target, res.StatusCode)
+	}
+	m := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("GET %s: no token in\n%s", target, body)
+	}
+	return m[1]
+}
+
+// post builds a same-origin form POST as a browser sends it.
+func post(target, token string, hdr map[string]string) *http.Request {
+	form := url.Values{}
+	if token != "" {
+		form.Set("token", token)
+	}
+	r := httptest.NewRequest("POST", target, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	return r
+}
+
+func TestActionsNeedConfirmationToken(t *testing.T) {
+	t.Parallel()
+	const retry1 = "/queues/alpha/jobs/1/retry"
+	tests := []struct {
+		name    string
+		actions bool
+		token   func(h *Handler) string
+		target  string
+		hdr     map[string]string
+		clock   time.Duration // added to the clock between issue and POST
+		status  int
+		retried bool
+	}{
+		{"valid", true, func(h *Handler) string { return confirmToken(t, h, retry1) }, retry1, nil, 0, 303, true},
+		{"valid, no fetch metadata (curl)", true, func(h *Handler) string { return confirmToken(t, h, retry1) }, retry1, map[string]string{"Sec-Fetch-Site": ""}, 0, 303, true},
+		{"actions disabled", false, func(h *Handler) string { return h.tokens.issue("retry", "alpha", 1, testNow) }, retry1, nil, 0, 403, false},
+		{"no token", true, func(*Handler) string { return "" }, retry1, nil, 0, 403, false},
+		{"garbage token", true, func(*Handler) string { return "123.abc" }, retry1, nil, 0, 403, false},
+		{"token of another job", true, func(h *Handler) string { return confirmToken(t, h, "/queues/alpha/jobs/4/retry") }, retry1, nil, 0, 403, false},
+		{"token of another action", true, func(h *Handler) string { return confirmToken(t, h, "/queues/alpha/jobs/1/cancel") }, retry1, nil, 0, 403, false},
+		{"token of another queue", true, func(h *Handler) string { return h.tokens.issue("retry", "beta", 1, testNow) }, retry1, nil, 0, 403, false},
+		{"token of another secret", true, func(*Handler) string {
+			return tokenSigner{key: make([]byte, 32), ttl: tokenTTL}.issue("retry", "alpha", 1, testNow)
+		}, retry1, nil, 0, 403, false},
+		{"expired token", true, func(h *Handler) string { return confirmToken(t, h, retry1) }, retry1, nil, tokenTTL + time.Second, 403, false},
+		{"cross-site fetch", true, func(h *Handler) string { return confirmToken(t, h, retry1) }, retry1, map[string]string{"Sec-Fetch-Site": "cross-site"}, 0, 403, false},
+		{"foreign origin", true, func(h *Handler) string { return confirmToken(t, h, retry1) }, retry1,
+			map[string]string{"Sec-Fetch-Site": "", "Origin": "https://evil.example"}, 0, 403, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, alpha := newTestHandler(t, Config{Actions: tt.actions})
+			token := tt.token(h)
+			h.now = func() time.Time { return testNow.Add(tt.clock) }
+			res, body := do(t, h, post(tt.target, token, tt.hdr))
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d; body:\n%s", res.StatusCode, tt.status, body)
+			}
+			retries, _, _ := alpha.calls()
+			if got := len(retries) > 0; got != tt.retried {
+				t.Fatalf("Retry called: %v, want %v", got, tt.retried)
+			}
+			if tt.retried {
+				if loc := res.Header.Get("Location"); loc != "../../../../queues/alpha/jobs/1?done=retry&changed=1" {
+					t.Errorf("Location %q", loc)
+				}
+			}
+		})
+	}
+}
+
+func TestActionResultShownOnJobPage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		target, want string
+	}{
+		{"/queues/alpha/jobs/1?done=retry&changed=1", "Job 1 retried: it is pending now."},
+		{"/queues/alpha/jobs/1?done=cancel&changed=0", "Nothing changed: job 1 was not in a state that cancel applies to."},
+		{"/queues/alpha/jobs/1?done=%3Cscript%3E&changed=1", "<h1>Job 1</h1>"},
+	}
+	h, _ := newTestHandler(t, Config{Actions: true})
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			t.Parallel()
+			_, body := do(t, h, httptest.NewRequest("GET", tt.target, nil))
+			if !strings.Contains(body, tt.want) {
+				t.Errorf("body lacks %q:\n%s", tt.want, body)
+			}
+			if strings.Contains(body, "<script>") {
+				t.Errorf("query text echoed into the page:\n%s", body)
+			}
+		})
+	}
+}
+
+func TestActionsOffShowNoButtons(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHandler(t, Config{})
+	_, body := do(t, h, httptest.NewRequest("GET", "/queues/alpha/jobs/1", nil))
+	if strings.Contains(body, "/retry") || strings.Contains(body, "/cancel") {
+		t.Errorf("read-only job page links to an action:\n%s", body)
+	}
+	res, body := do(t, h, httptest.NewRequest("GET", "/queues/alpha/jobs/1/retry", nil))
+	if res.StatusCode != http.StatusForbidden || strings.Contains(body, `name="token"`) {
+		t.Errorf("read-only confirmation page: status %d, token form present: %v", res.StatusCode, strings.Contains(body, `name="token"`))
+	}
+}
+
+func TestJobPageOffersApplicableActions(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHandler(t, Config{Actions: true})
+	tests := []struct {
+		id           string
+		retry, cance bool
+	}{
+		{"1", true, false}, // failed
+		{"2", false, true}, // running
+		{"3", true, true},  // scheduled
+		{"4", false, true}, // pending
+	}
+	for _, tt := range tests {
+		t.Run("job "+tt.id, func(t *testing.T) {
+			t.Parallel()
+			_, body := do(t, h, httptest.NewRequest("GET", "/queues/alpha/jobs/"+tt.id, nil))
+			if got := strings.Contains(body, "/"+tt.id+"/retry\""); got != tt.retry {
+				t.Errorf("retry offered: %v, want %v", got, tt.retry)
+			}
+			if got := strings.Contains(body, "/"+tt.id+"/cancel\""); got != tt.cance {
+				t.Errorf("cancel offered: %v, want %v", got, tt.cance)
+			}
+		})
+	}
+}
+
+func TestPartialRendersOnlyLiveRegion(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHandler(t, Config{})
+	for _, target := range []string{"/", "/queues/alpha", "/queues/alpha/jobs/1"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest("GET", target, nil)
+			r.Header.Set(partialHeader, "live")
+			res, body := do(t, h, r)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			if strings.Contains(body, "<html") || strings.Contains(body, "<h1>") {
+				t.Errorf("partial holds the whole page:\n%s", body)
+			}
+			if !strings.Contains(body, "<table") && !strings.Contains(body, "<dl") {
+				t.Errorf("partial holds no figures:\n%s", body)
+			}
+			if res.Header.Get("Vary") != partialHeader {
+				t.Errorf("Vary %q", res.Header.Get("Vary"))
+			}
+		})
+	}
+}
+
+// TestListIsBoundedAndKeyset checks that a queue page asks for one page
+// plus one row, starts after the given id and links the next page after
+// its last row.
+func TestListIsBoundedAndKeyset(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		target    string
+		want      skipjack.ListParams
+		next      string
+		rows      int
+		firstLink bool
+	}{
+		{"/queues/alpha", skipjack.ListParams{Limit: 26}, "../queues/alpha?after=25", 25, false},
+		{"/queues/alpha?after=25", skipjack.ListParams{AfterID: 25, Limit: 26}, "../queues/alpha?after=50", 25, true},
+		{"/queues/alpha?after=50", skipjack.ListParams{AfterID: 50, Limit: 26}, "", 10, true},
+		{"/queues/alpha?state=pending", skipjack.ListParams{State: "pending", Limit: 26}, "../queues/alpha?state=pending&amp;after=27", 25, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			t.Parallel()
+			h, alpha := newTestHandler(t, Config{PageSize: 25})
+			_, body := do(t, h, httptest.NewRequest("GET", tt.target, nil))
+			_, _, lists := alpha.calls()
+			if len(lists) != 1 || lists[0] != tt.want {
+				t.Fatalf("List calls %+v, want one %+v", lists, tt.want)
+			}
+			if got := strings.Count(body, "<tr data-job="); got != tt.rows {
+				t.Errorf("%d rows, want %d", got, tt.rows)
+			}
+			hasNext := strings.Contains(body, `rel="next"`)
+			if hasNext != (tt.next != "") || (hasNext && !strings.Contains(body, `href="`+tt.next+`" rel="next"`)) {
+				t.Errorf("next link: want %q in\n%s", tt.next, body)
+			}
+			if got := strings.Contains(body, ">First page<"); got != tt.firstLink {
+				t.Errorf("first page link: %v, want %v", got, tt.firstLink)
+			}
+		})
+	}
+}
+
+func TestDatabaseErrorsAreShown(t *testing.T) {
+	t.Parallel()
+	broken := newFakeQueue("broken", 1, testNow)
+	broken.err = errors.New("connection refused")
+	h, _ := newTestHandler(t, Config{Queues: []skipjack.QueueAdmin{newFakeQueue("alpha", 3, testNow), broken}})
+	tests := []struct {
+		target string
+		status int
+	}{
+		{"/", 200}, // the other queues still show
+		{"/queues/broken", 500},
+		{"/queues/broken/jobs/1", 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			t.Parallel()
+			res, body := do(t, h, httptest.NewRequest("GET", tt.target, nil))
+			if res.StatusCode != tt.status || !strings.Contains(body, "connection refused") {
+				t.Errorf("status %d (want %d), body:\n%s", res.StatusCode, tt.status, body)
+			}
+		})
+	}
+}
+
+func TestPayloadIsPrettyAndEscaped(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue("alpha", 1, testNow)
+	q.jobs[1].Payload = []byte(`{"to":"</pre><script>alert(1)</script>","n":1}`)
+	h, _ := newTestHandler(t, Config{Queues: []skipjack.QueueAdmin{q}})
+	_, body := do(t, h, httptest.NewRequest("GET", "/queues/alpha/jobs/1", nil))
+	if strings.Contains(body, "<script>alert") {
+		t.Fatalf("payload not escaped:\n%s", body)
+	}
+	if !strings.Contains(body, "{\n  &#34;to&#34;: &#34;\\u003c/pre\\u003e") && !strings.Contains(body, "{\n  &#34;to&#34;: &#34;&lt;/pre&gt;") {
+		t.Errorf("payload not pretty-printed:\n%s", body)
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{850 * time.Millisecond, "850ms"},
+		{42 * time.Second, "42s"},
+		{3*time.Minute + 12*time.Second, "3m 12s"},
+		{3 * time.Minute, "3m"},
+		{2*time.Hour + 5*time.Minute + 9*time.Second, "2h 5m"},
+		{76 * time.Hour, "3d 4h"},
+		{-90 * time.Second, "1m 30s"},
+	}
+	for _, tt := range tests {
+		if got := formatDuration(tt.d); got != tt.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+// Package dashboard serves a web dashboard for skipjack queues: an overview
+// of every queue, a keyset-paginated job list per queue and state, and one
+// page per job with its pretty-printed payload, timings and error history.
+// Operators can retry and cancel jobs when actions are enabled. Pages refresh
+// themselves in place every few seconds with a few lines of embedded
+// JavaScript; no asset comes from a CDN, so the dashboard works offline.
+//
+// It is its own module so that the runtime stays pgx-only, and it reads and
+// changes jobs only through the admin view every generated queue package
+// returns from its Admin function ([skipjack.QueueAdmin]): no SQL is ever
+// built from a request, and every list is bounded by a page size.
+//
+// Mount it under any prefix, behind your own authentication:
+//
+//	dash, err := dashboard.New(dashboard.Config{
+//		Queues:  []skipjack.QueueAdmin{sendemail.Admin(pool), resizeimage.Admin(pool)},
+//		Actions: true,
+//	})
+//	if err != nil { ... }
+//	mux.Handle("/admin/jobs/", requireAdmin(http.StripPrefix("/admin/jobs", dash)))
+//
+// All links the dashboard writes are relative, so it needs no knowledge of
+// the prefix. `skipjack ui --database-url URL` runs it standalone over the
+// queues of a skipjack.yaml.
+//
+// # Safety
+//
+// Actions (retry, cancel) are off unless [Config.Actions] is set. Every
+// action is a POST from a confirmation page and carries a token, an HMAC of
+// the action, queue, job id and an expiry under a secret key
+// ([Config.Secret], random per process by default); cross-origin browser
+// requests are refused by their Sec-Fetch-Site and Origin headers
+// ([net/http.CrossOriginProtection]). Pages are sent with a strict
+// Content-Security-Policy that allows only the dashboard's own script and
+// style sheet.
+//
+// # A read-only database role
+//
+// Without actions the dashboard only reads. Give it a role that can do
+// nothing else (replace skipjack with your config's schema):
+//
+//	CREATE ROLE skipjack_dashboard LOGIN PASSWORD '...';
+//	ALTER ROLE skipjack_dashboard SET default_transaction_read_only = on;
+//	GRANT USAGE ON SCHEMA skipjack TO skipjack_dashboard;
+//	GRANT SELECT ON ALL TABLES IN SCHEMA skipjack TO skipjack_dashboard;
+//	ALTER DEFAULT PRIVILEGES IN SCHEMA skipjack GRANT SELECT ON TABLES TO skipjack_dashboard;
+//
+// (ALTER DEFAULT PRIVILEGES covers tables that later migrations create when
+// they are run by the role that runs this statement.) With actions enabled,
+// the role also needs UPDATE on the queue tables, and default_transaction_read_only
+// must stay off.
+package dashboard
