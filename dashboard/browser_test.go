@@ -1,0 +1,181 @@
+package dashboard
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+var (
+	screenshotDir = flag.String("screenshots", "testdata/screenshots", "folder the browser test writes its screenshots to")
+	updateDocs    = flag.Bool("update-docs", false, "also write the overview screenshot to ../docs/dashboard.png")
+)
+
+// chromiumPath finds headless Chromium. Outside CI a missing browser skips
+// the browser test; in CI (CI set) it fails it, since .ci/run installs one.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium on PATH; .ci/run installs it with apt-get install chromium")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium)")
+	return ""
+}
+
+// newBrowser starts headless Chromium for the test and returns a tab's
+// context, bounded by timeout. The browser is closed when the test ends.
+func newBrowser(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// screenshot writes a full-page PNG of the current page to the screenshot
+// folder as name.png.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(*screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(*screenshotDir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+	if *updateDocs && name == "1-overview" {
+		if err := os.WriteFile(filepath.Join("..", "docs", "dashboard.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// step runs browser actions and fails the test with what it was doing.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitJS polls a JavaScript expression until it is true.
+func waitJS(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
+		t.Fatalf("waiting until %s (%s): %v", what, expr, err)
+	}
+}
+
+// mountForBrowser serves h under /ops/jobs/ as a service would.
+func mountForBrowser(t *testing.T, h http.Handler) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/ops/jobs/", http.StripPrefix("/ops/jobs", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/ops/jobs/"
+}
+
+// cellJS is a JS expression for the text of an overview cell.
+func cellJS(queue, col string) string {
+	return fmt.Sprintf(`(document.querySelector('tr[data-queue=%q] td[data-col=%q]')||{}).textContent`, queue, col)
+}
+
+// TestBrowserRetryFailedJob drives the dashboard in headless Chromium as an
+// operator would: the overview updates in place when a job is enqueued,
+// the failed count leads to the failed job, and retry with confirmation
+// makes it pending, in the page and in the database. It writes a
+// screenshot of every page it passes.
+func TestBrowserRetryFailedJob(t *testing.T) {
+	t.Parallel()
+	fx := newBrowserFixture(t)
+	h, err := New(Config{Queues: fx.queues, Actions: true, RefreshInterval: 250 * time.Millisecond, Title: "shop jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := mountForBrowser(t, h)
+	ctx := newBrowser(t, 60*time.Second)
+	q, id := fx.failedQueue, fx.failedID
+
+	step(t, ctx, "open the overview", chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("tr[data-queue=%q]", q))))
+	waitJS(t, ctx, "the overview shows one failed job", cellJS(q, "failed")+` === "1"`)
+	screenshot(t, ctx, "1-overview")
+
+	// Auto-refresh: a job enqueued now shows up without a page load.
+	pending, err := chromedp.Run(ctx, chromedp.Evaluate[string](cellJS(q, "pending")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "mark the document", chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	fx.enqueue(t)
+	waitJS(t, ctx, "the pending count rises in place",
+		fmt.Sprintf(`%s !== %q && window.notReloaded === true && document.getElementById("live").dataset.refreshed > 0`, cellJS(q, "pending"), pending))
+
+	step(t, ctx, "follow the failed count",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf("tr[data-queue=%q] td[data-col=failed] a", q))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("tr[data-job=%q]", fmt.Sprint(id)))))
+	screenshot(t, ctx, "2-queue-failed")
+
+	step(t, ctx, "open the failed job",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf("tr[data-job=%q] th a", fmt.Sprint(id)))),
+		chromedp.WaitVisible(chromedp.ID("job-state")))
+	waitJS(t, ctx, "the job page shows the job failed", `document.getElementById("job-state").textContent === "failed"`)
+	screenshot(t, ctx, "3-job")
+
+	step(t, ctx, "click retry",
+		chromedp.Click(chromedp.CSS(`.actions a[href$="/retry"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.confirm button[type=submit]`)))
+	screenshot(t, ctx, "4-confirm-retry")
+
+	step(t, ctx, "confirm",
+		chromedp.Click(chromedp.CSS(`form.confirm button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash.ok`)))
+	waitJS(t, ctx, "the job page shows the job pending", `document.getElementById("job-state").textContent === "pending"`)
+	screenshot(t, ctx, "5-job-retried")
+
+	if got := fx.state(t, id); got != "pending" {
+		t.Fatalf("job %d is %s in the database after retry, want pending", id, got)
+	}
+}
