@@ -188,9 +188,4 @@ func locateOut(cfg *config.Config, outDir string, diags *diagnostics) (importPat
 	return importPath, pkg
 }
 
-// queueIdentifiers are the top-level names of every queue package; imports
-// are renamed around them (config rejects shared types named like them).
-var queueIdentifiers = []string{
-	"Name", "Payload", "Job", "DBTX", "Spec", "Enqueue", "EnqueueMany", "CompleteTx",
-	"Stats", "Worker", "NewWorker", "store",
-}
+

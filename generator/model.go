@@ -23,6 +23,11 @@ func tableOf(cfg *config.Config, q *config.Queue) schema.Table {
 		MaxAttempts: q.MaxAttempts,
 		Priority:    q.Priority,
 		Notify:      q.Notify,
+		Layout:      schema.CurrentLayout,
+		Scheduled:   len(q.Schedule) > 0,
+	}
+	if q.Unique != nil {
+		t.Unique = &schema.Unique{Keys: q.Unique.By, States: q.Unique.States}
 	}
 	set := map[string]bool{}
 	for _, p := range q.Table {
@@ -51,19 +56,30 @@ var defaultStorageParams = []schema.Param{
 
 // queueFile builds the model of q's queue.go.
 func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
-	im := newImports(append([]string{q.Package}, queueIdentifiers...)...)
+	im := newImports(append([]string{q.Package}, config.QueueIdentifiers...)...)
 	for _, s := range g.cfg.Types {
 		im.taken[s.Name] = true
 	}
-	for _, p := range []string{"context", "fmt", "time"} {
+	for _, p := range []string{"context", "time"} {
 		im.use(p, p)
 	}
 	im.use("github.com/jackc/pgx/v5", "pgx")
-	im.use("github.com/jackc/pgx/v5/pgconn", "pgconn")
 	im.use("github.com/jackc/pgx/v5/pgxpool", "pgxpool")
 	im.taken["skipjack"], im.taken["dbgen"] = true, true
 	im.useNamed(runtimeImport, "skipjack")
+	im.use(runtimeImport+"/skipjackimpl", "skipjackimpl")
 	im.useNamed(path.Join(g.outImport, q.Package, "internal/db"), "dbgen")
+	var schedules []string
+	for i, s := range q.Schedule {
+		payload, missed := strconv.Quote(s.PayloadJSON), strconv.Quote(s.Missed)
+		if s.Every > 0 {
+			schedules = append(schedules, "skipjackimpl.EverySchedule("+strconv.Itoa(i)+", "+durationExpr(s.Every)+", "+payload+", "+missed+")")
+			continue
+		}
+		cron := im.use("github.com/robfig/cron/v3", "cron")
+		schedules = append(schedules, "skipjackimpl.CronSchedule("+strconv.Itoa(i)+", "+strconv.Quote(s.Cron)+", "+
+			strconv.Quote(s.Timezone)+", "+cron+".ParseStandard, "+payload+", "+missed+")")
+	}
 
 	w := &typeWriter{im: im, external: g.external, sharedUsed: map[string]bool{}}
 	payload := templates.Struct{
@@ -100,6 +116,9 @@ func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
 		RetainCompleted: durationExpr(q.RetainCompleted),
 		RetainFailed:    durationExpr(q.RetainFailed),
 		Priority:        q.Priority,
+		Unique:          q.Unique != nil,
+		MaxPayloadBytes: q.MaxPayloadBytes,
+		Schedules:       schedules,
 	}
 }
 

@@ -16,8 +16,7 @@ import (
 )
 
 // sqlcOverrides keeps pgtype out of the generated code: timestamps become
-// time.Time, intervals time.Duration, nullable ones pointers; ids become
-// IDs.
+// time.Time, intervals time.Duration, nullable ones pointers.
 const sqlcOverrides = `        overrides:
           - {db_type: timestamptz, go_type: time.Time}
           - {db_type: timestamptz, nullable: true, go_type: {type: time.Time, pointer: true}}
@@ -28,9 +27,26 @@ const sqlcOverrides = `        overrides:
           - {db_type: pg_catalog.interval, go_type: time.Duration}
           - {db_type: pg_catalog.interval, nullable: true, go_type: {type: time.Duration, pointer: true}}
           - {db_type: text, nullable: true, go_type: {type: string, pointer: true}}
-        rename:
-          ids: IDs
 `
+
+// queriesOf returns what the query file of q's table t depends on.
+func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
+	qq := queries.Queue{
+		Table:         t.QualifiedName(),
+		Priority:      q.Priority,
+		KeepCompleted: q.RetainCompleted > 0,
+		QueueLiteral:  schema.QuoteLiteral(q.Name),
+	}
+	if t.Unique != nil {
+		qq.Unique = true
+		qq.UniqueMatch = t.Unique.KeyMatch("sqlc.arg(payload)::text::jsonb")
+	}
+	if t.Scheduled {
+		qq.Scheduled = true
+		qq.Slots = schema.QuoteIdent(t.Schema) + "." + schema.QuoteIdent(schema.SlotsTable)
+	}
+	return qq
+}
 
 // runSQLC writes the sqlc inputs of every live queue to a temporary folder,
 // runs sqlc once for all of them and returns its inputs and outputs as files
@@ -58,26 +74,33 @@ func runSQLC(cfg *config.Config, out string, live []config.Queue, run func(dir s
 		if err != nil {
 			return nil, err
 		}
-		qs, err := queries.Render(queries.Queue{Table: t.QualifiedName(), Priority: q.Priority, KeepCompleted: q.RetainCompleted > 0})
+		qs, err := queries.Render(queriesOf(t, q))
 		if err != nil {
 			return nil, err
 		}
 		inputs := map[string]string{
 			"schema.sql":  SQLHeader + "\n\n" + "CREATE SCHEMA IF NOT EXISTS " + schema.QuoteIdent(cfg.Schema) + ";\n\n" + ddl,
-			"queries.sql": SQLHeader + "\n\n" + qs,
+			"queries.sql": qs,
 		}
 		dir := filepath.Join(tmp, q.Package)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("sqlc: %w", err)
 		}
 		for _, name := range []string{"queries.sql", "schema.sql"} {
+			// sqlc reads the comment above a query as its doc comment, so
+			// its own input must not start with our header; the copy
+			// written under out does, like every generated file.
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(inputs[name]), 0o644); err != nil {
 				return nil, fmt.Errorf("sqlc: %w", err)
 			}
-			files = append(files, File{Path: path.Join(out, q.Package, "internal/db", name), Data: []byte(inputs[name])})
+			data := inputs[name]
+			if name == "queries.sql" {
+				data = SQLHeader + "\n\n" + data
+			}
+			files = append(files, File{Path: path.Join(out, q.Package, "internal/db", name), Data: []byte(data)})
 		}
 		fmt.Fprintf(&yaml, "  - engine: postgresql\n    schema: %s/schema.sql\n    queries: %s/queries.sql\n", q.Package, q.Package)
-		fmt.Fprintf(&yaml, "    gen:\n      go:\n        package: db\n        out: %s/db\n        sql_package: pgx/v5\n", q.Package)
+		fmt.Fprintf(&yaml, "    gen:\n      go:\n        package: db\n        out: %s/db\n        sql_package: pgx/v5\n        query_parameter_limit: 8\n", q.Package)
 		yaml.WriteString(sqlcOverrides)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "sqlc.yaml"), []byte(yaml.String()), 0o644); err != nil {

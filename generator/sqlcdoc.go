@@ -58,6 +58,12 @@ func funcDoc(d *ast.FuncDecl) string {
 		return "New returns the queries of this queue, run on db."
 	case name == "WithTx":
 		return "WithTx returns the same queries, run in tx."
+	case d.Recv != nil && name == "Next":
+		return "Next advances to the next row to copy and reports whether there is one."
+	case d.Recv != nil && name == "Values":
+		return "Values returns the current row's column values."
+	case d.Recv != nil && name == "Err":
+		return "Err returns the error that ended the iteration, if any."
 	default:
 		return name + " runs the " + name + " statement of queries.sql."
 	}

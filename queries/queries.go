@@ -23,6 +23,17 @@ type Queue struct {
 	Priority bool
 	// KeepCompleted marks acked jobs completed instead of deleting them.
 	KeepCompleted bool
+	// Unique adds the duplicate-aware enqueue queries; UniqueMatch is the
+	// condition that finds the job whose key equals that of the payload
+	// parameter.
+	Unique      bool
+	UniqueMatch string
+	// Scheduled adds the periodic-job queries; Slots is the quoted,
+	// schema-qualified slots table and QueueLiteral the queue's name as a
+	// SQL literal.
+	Scheduled    bool
+	Slots        string
+	QueueLiteral string
 }
 
 // Render returns the sqlc query file of q.

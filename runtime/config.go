@@ -1,11 +1,7 @@
 package skipjack
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"os"
 	"time"
 )
 
@@ -62,50 +58,4 @@ type Hooks interface {
 	// Claimed is called after each claim statement with the number of jobs
 	// it returned and how long it took.
 	Claimed(queue string, n int, took time.Duration)
-}
-
-// Defaults of WorkerConfig's zero fields.
-const (
-	defaultConcurrency     = 100
-	defaultBatchSize       = 100
-	defaultPollInterval    = time.Second
-	defaultAckDelay        = 25 * time.Millisecond
-	defaultShutdownTimeout = 30 * time.Second
-)
-
-// withDefaults returns c with every zero field set to its default.
-func (c WorkerConfig) withDefaults() WorkerConfig {
-	if c.Concurrency <= 0 {
-		c.Concurrency = defaultConcurrency
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = defaultBatchSize
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = defaultPollInterval
-	}
-	if c.AckDelay <= 0 {
-		c.AckDelay = defaultAckDelay
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = defaultShutdownTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.WorkerID == "" {
-		c.WorkerID = defaultWorkerID()
-	}
-	return c
-}
-
-// defaultWorkerID returns hostname:pid:random.
-func defaultWorkerID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }

@@ -45,3 +45,8 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // Permanent returns a handler result that fails the job now, without further
 // retries. The result is found with errors.As, so it may be wrapped.
 func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// ErrNULInPayload is returned (wrapped) by Enqueue and EnqueueMany for a
+// payload holding a string with a NUL character, which PostgreSQL's jsonb
+// cannot store; nothing is inserted.
+var ErrNULInPayload = errors.New("payload contains a NUL character (\\u0000), which jsonb cannot store")

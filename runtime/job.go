@@ -1,9 +1,6 @@
 package skipjack
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // Job is one claimed job of a queue with payload type T, as a handler sees it.
 type Job[T any] struct {
@@ -27,8 +24,11 @@ type Job[T any] struct {
 	// Errors holds the most recent errors of earlier attempts, oldest first.
 	Errors []AttemptError
 
-	claim   int32       // fencing token: the claim counter this attempt owns
-	txAcked atomic.Bool // set by CompleteTx so the worker does not ack again
+	// Claim is this attempt's fencing token: the row's claim counter as this
+	// attempt's claim set it. Every write the worker makes for the attempt,
+	// and CompleteTx, match it, so an attempt whose lease was lost can never
+	// settle a newer attempt of the same job.
+	Claim int32
 }
 
 // AttemptError is one entry of a job's error history.

@@ -7,6 +7,7 @@ import (
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
 // TestEncodePayloadNUL checks that a NUL character is refused before the
@@ -24,7 +25,7 @@ func TestEncodePayloadNUL(t *testing.T) {
 		{`\` + "\x00", true},
 	}
 	for _, tc := range tests {
-		_, err := skipjack.EncodePayload(demo.Payload{Label: tc.label})
+		_, err := skipjackimpl.EncodePayload(demo.Payload{Label: tc.label})
 		if got := errors.Is(err, skipjack.ErrNULInPayload); got != tc.wantNUL {
 			t.Errorf("EncodePayload(%q) = %v, want NUL refusal %v", tc.label, err, tc.wantNUL)
 		}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -40,6 +41,30 @@ func Alter(from, to Table) (string, error) {
 		i := strings.Index(full, "CREATE FUNCTION")
 		stmts = append(stmts, strings.TrimSpace(full[i:]))
 	}
+	stmts = append(stmts, alterLayout(from, to)...)
+	if !sameUnique(from.Unique, to.Unique) {
+		if from.Unique != nil {
+			stmts = append(stmts, fmt.Sprintf("DROP INDEX %s.%s;", QuoteIdent(to.Schema), QuoteIdent(to.Name+"_unique_idx")))
+		}
+		if to.Unique != nil {
+			// Rows that already share a key make this statement fail; the
+			// migration then rolls back and the reference documents the
+			// query that finds them.
+			d := to.data(true)
+			stmts = append(stmts, fmt.Sprintf(`CREATE UNIQUE INDEX %s ON %s (%s) WHERE "state" IN (%s);`, d.UniqueIndex, name, d.UniqueExprs, d.UniqueStates))
+		}
+	}
+	if !from.Scheduled && to.Scheduled {
+		full, err := CreateTable(to)
+		if err != nil {
+			return "", err
+		}
+		i := strings.Index(full, "CREATE TABLE IF NOT EXISTS")
+		stmts = append(stmts, strings.TrimSpace(full[i:]))
+	}
+	if from.Scheduled && !to.Scheduled {
+		stmts = append(stmts, fmt.Sprintf(`DELETE FROM %s.%s WHERE "queue" = %s;`, QuoteIdent(to.Schema), QuoteIdent(SlotsTable), QuoteLiteral(to.Name)))
+	}
 	var set, reset []string
 	old := map[string]string{}
 	for _, p := range from.StorageParams {
@@ -67,4 +92,41 @@ func Alter(from, to Table) (string, error) {
 		return "", nil
 	}
 	return strings.Join(stmts, "\n\n") + "\n", nil
+}
+
+// layoutOf returns t's layout, reading the unversioned 0 as 1.
+func layoutOf(t Table) int { return max(t.Layout, 1) }
+
+// alterLayout returns the statements that move a table between layout 1
+// and layout 2 (in either direction).
+func alterLayout(from, to Table) []string {
+	name := to.QualifiedName()
+	sch := QuoteIdent(to.Schema)
+	switch {
+	case layoutOf(from) == 1 && layoutOf(to) >= 2:
+		return []string{
+			fmt.Sprintf(`ALTER TABLE %s ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;`, name),
+			fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);`, name, QuoteIdent(to.Name+"_running_lease")),
+			fmt.Sprintf(`CREATE INDEX %s ON %s ("finished_at") WHERE "state" = 'completed';`, QuoteIdent(to.Name+"_completed_idx"), name),
+			fmt.Sprintf(`CREATE INDEX %s ON %s ("finished_at") WHERE "state" = 'failed';`, QuoteIdent(to.Name+"_failed_idx"), name),
+			fmt.Sprintf("DROP INDEX %s.%s;", sch, QuoteIdent(to.Name+"_finished_idx")),
+		}
+	case layoutOf(from) >= 2 && layoutOf(to) == 1:
+		return []string{
+			fmt.Sprintf(`CREATE INDEX %s ON %s ("finished_at") WHERE "state" IN ('completed', 'failed');`, QuoteIdent(to.Name+"_finished_idx"), name),
+			fmt.Sprintf("DROP INDEX %s.%s;", sch, QuoteIdent(to.Name+"_completed_idx")),
+			fmt.Sprintf("DROP INDEX %s.%s;", sch, QuoteIdent(to.Name+"_failed_idx")),
+			fmt.Sprintf(`ALTER TABLE %s DROP CONSTRAINT %s;`, name, QuoteIdent(to.Name+"_running_lease")),
+			fmt.Sprintf(`ALTER TABLE %s DROP COLUMN "cancel_requested";`, name),
+		}
+	}
+	return nil
+}
+
+// sameUnique reports whether two unique keys are the same.
+func sameUnique(a, b *Unique) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Keys, b.Keys) && slices.Equal(a.States, b.States)
 }

@@ -31,7 +31,36 @@ type Table struct {
 	Notify bool
 	// StorageParams are the table's storage parameters, in order.
 	StorageParams []Param
+	// Layout is the version of the runtime-owned columns, constraints and
+	// indexes. States recorded before layouts were versioned read as 0,
+	// which means layout 1.
+	Layout int `json:",omitempty"`
+	// Unique, when set, adds the unique index that makes duplicate jobs
+	// impossible.
+	Unique *Unique `json:",omitempty"`
+	// Scheduled says the queue has periodic jobs, whose last inserted slot
+	// per schedule is kept in the schema's slots table.
+	Scheduled bool `json:",omitempty"`
 }
+
+// CurrentLayout is the layout Create renders: a cancel_requested column, a
+// CHECK that a running job has a lease, and separate partial indexes of
+// completed and failed jobs (layout 1 had one index of both).
+const CurrentLayout = 2
+
+// Unique is the unique key of a queue's jobs.
+type Unique struct {
+	// Keys are the payload keys that make a job a duplicate; empty means
+	// the whole payload.
+	Keys []string `json:",omitempty"`
+	// States are the job states in which the key must be unique.
+	States []string
+}
+
+// SlotsTable is the unquoted name of the table, one per schema, that holds
+// the last slot inserted for each schedule of each queue. Queue names start
+// with a letter, so it can never be a queue's table.
+const SlotsTable = "_skipjack_slots"
 
 // Param is one storage parameter; Value is SQL text.
 type Param struct {
@@ -75,7 +104,9 @@ func Ident(s string) string {
 
 // tableData is what table.sql.tmpl renders.
 type tableData struct {
-	Table, ClaimIndex, LeaseIndex, FinishedIndex       string
+	Table, ClaimIndex, LeaseIndex                      string
+	CompletedIndex, FailedIndex, RunningCheck          string
+	UniqueIndex, UniqueExprs, UniqueStates, Slots      string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
 	Priority, Indexes                                  bool
@@ -86,13 +117,15 @@ func (t Table) data(indexes bool) tableData {
 	// Queue names are at most 40 bytes, so name + suffix stays far below
 	// 63 bytes and distinct names give distinct identifiers.
 	d := tableData{
-		Table:         t.QualifiedName(),
-		ClaimIndex:    QuoteIdent(t.Name + "_claim_idx"),
-		LeaseIndex:    QuoteIdent(t.Name + "_lease_idx"),
-		FinishedIndex: QuoteIdent(t.Name + "_finished_idx"),
-		MaxAttempts:   t.MaxAttempts,
-		Priority:      t.Priority,
-		Indexes:       indexes,
+		Table:          t.QualifiedName(),
+		ClaimIndex:     QuoteIdent(t.Name + "_claim_idx"),
+		LeaseIndex:     QuoteIdent(t.Name + "_lease_idx"),
+		CompletedIndex: QuoteIdent(t.Name + "_completed_idx"),
+		FailedIndex:    QuoteIdent(t.Name + "_failed_idx"),
+		RunningCheck:   QuoteIdent(t.Name + "_running_lease"),
+		MaxAttempts:    t.MaxAttempts,
+		Priority:       t.Priority,
+		Indexes:        indexes,
 	}
 	if ch := t.Channel(); ch != "" {
 		d.Channel = ch
@@ -100,12 +133,56 @@ func (t Table) data(indexes bool) tableData {
 		d.NotifyFunc = QuoteIdent(t.Schema) + "." + QuoteIdent(t.Name+"_notify")
 		d.NotifyTrigger = QuoteIdent(t.Name + "_notify")
 	}
+	if t.Unique != nil {
+		d.UniqueIndex = QuoteIdent(t.Name + "_unique_idx")
+		d.UniqueExprs = t.Unique.exprs()
+		d.UniqueStates = t.Unique.statesSQL()
+	}
+	if t.Scheduled {
+		d.Slots = QuoteIdent(t.Schema) + "." + QuoteIdent(SlotsTable)
+	}
 	params := make([]string, len(t.StorageParams))
 	for i, p := range t.StorageParams {
 		params[i] = p.Name + " = " + p.Value
 	}
 	d.StorageParams = strings.Join(params, ", ")
 	return d
+}
+
+// exprs returns the index expressions of the unique key: one per payload
+// key (a missing key counts as JSON null, so it still collides), or the
+// whole payload.
+func (u *Unique) exprs() string {
+	if len(u.Keys) == 0 {
+		return `"payload"`
+	}
+	parts := make([]string, len(u.Keys))
+	for i, k := range u.Keys {
+		parts[i] = fmt.Sprintf(`(coalesce("payload" -> %s, 'null'::jsonb))`, QuoteLiteral(k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// statesSQL returns the quoted list of the key's states.
+func (u *Unique) statesSQL() string {
+	parts := make([]string, len(u.States))
+	for i, s := range u.States {
+		parts[i] = QuoteLiteral(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// KeyMatch returns the SQL condition that finds the rows whose unique key
+// equals that of the payload given as the jsonb expression payload.
+func (u *Unique) KeyMatch(payload string) string {
+	if len(u.Keys) == 0 {
+		return fmt.Sprintf(`"payload" = %s AND "state" IN (%s)`, payload, u.statesSQL())
+	}
+	parts := make([]string, len(u.Keys))
+	for i, k := range u.Keys {
+		parts[i] = fmt.Sprintf(`coalesce("payload" -> %s, 'null'::jsonb) = coalesce(%s -> %s, 'null'::jsonb)`, QuoteLiteral(k), payload, QuoteLiteral(k))
+	}
+	return strings.Join(parts, " AND ") + fmt.Sprintf(` AND "state" IN (%s)`, u.statesSQL())
 }
 
 // CreateTable returns the CREATE TABLE statement alone: what sqlc needs to

@@ -10,13 +10,16 @@ import (
 func TestIdentifiersStayShortAndUnique(t *testing.T) {
 	t.Parallel()
 	schema := strings.Repeat("s", 63)
-	a := Table{Schema: schema, Name: strings.Repeat("q", 39) + "a", Notify: true}
-	b := Table{Schema: schema, Name: strings.Repeat("q", 39) + "b", Notify: true}
+	a := Table{Schema: schema, Name: strings.Repeat("q", 39) + "a", Notify: true, Unique: &Unique{States: []string{"pending"}}}
+	b := Table{Schema: schema, Name: strings.Repeat("q", 39) + "b", Notify: true, Unique: &Unique{States: []string{"pending"}}}
 	da, db := a.data(true), b.data(true)
 	pairs := []struct{ what, a, b string }{
 		{"claim index", da.ClaimIndex, db.ClaimIndex},
 		{"lease index", da.LeaseIndex, db.LeaseIndex},
-		{"finished index", da.FinishedIndex, db.FinishedIndex},
+		{"completed index", da.CompletedIndex, db.CompletedIndex},
+		{"failed index", da.FailedIndex, db.FailedIndex},
+		{"running check", da.RunningCheck, db.RunningCheck},
+		{"unique index", da.UniqueIndex, db.UniqueIndex},
 		{"notify trigger", da.NotifyTrigger, db.NotifyTrigger},
 		{"channel", a.Channel(), b.Channel()},
 	}

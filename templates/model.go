@@ -58,6 +58,11 @@ type QueueFile struct {
 	BackoffMin, BackoffMax, Timeout, Lease string
 	RetainCompleted, RetainFailed          string
 	Priority                               bool
+	// Unique reports a unique key; MaxPayloadBytes caps payloads (0: none).
+	Unique          bool
+	MaxPayloadBytes int
+	// Schedules are Go expressions building the queue's periodic jobs.
+	Schedules []string
 }
 
 // TypesFile is the model of the shared package's types.go.

@@ -81,15 +81,27 @@ var reservedPackages = map[string]bool{
 	"skipjack": true, "pgx": true, "time": true,
 }
 
-// reservedTypes are names a queue package declares itself, so a shared
-// struct re-exported there by alias must not take them; Migrate is the
-// shared package's own.
-var reservedTypes = map[string]bool{
-	"Payload": true, "Job": true, "DBTX": true, "Worker": true,
-	"NewWorker": true, "Enqueue": true, "EnqueueMany": true,
-	"CompleteTx": true, "Stats": true, "Name": true, "Spec": true,
-	"Migrate": true,
+// QueueIdentifiers are the top-level names every generated queue package
+// declares (its queue.go). The generator renames imports around them, and
+// a shared struct re-exported in a queue package by alias must not take
+// one; a test ties this list to the rendered file.
+var QueueIdentifiers = []string{
+	"Name", "Payload", "Job", "Record", "DBTX", "Spec", "Enqueue", "EnqueueMany",
+	"CompleteTx", "Stats", "Get", "List", "Retry", "Cancel", "Admin",
+	"Worker", "NewWorker", "queue",
 }
+
+// reservedTypes are the exported QueueIdentifiers plus Migrate, the shared
+// package's own.
+var reservedTypes = func() map[string]bool {
+	m := map[string]bool{"Migrate": true}
+	for _, id := range QueueIdentifiers {
+		if token.IsExported(id) {
+			m[id] = true
+		}
+	}
+	return m
+}()
 
 // packageProblem says why pkg cannot be a queue's package name, or "".
 func packageProblem(pkg string) string {

@@ -1,10 +1,12 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -160,24 +162,41 @@ func (r *runner[T]) settle(list *[]*entry[T], batch []*entry[T], matched []int64
 	}
 }
 
+// txAcked holds the jobs (keyed by their *skipjack.Job pointer) that
+// CompleteTx acknowledged, so the worker neither acknowledges them again nor
+// counts them as lost. The worker deletes each entry when the job's handler
+// returns.
+var txAcked sync.Map
+
+// ackedInTx reports whether CompleteTx acknowledged job, forgetting it when
+// forget is set.
+func ackedInTx(job any, forget bool) bool {
+	if forget {
+		_, ok := txAcked.LoadAndDelete(job)
+		return ok
+	}
+	_, ok := txAcked.Load(job)
+	return ok
+}
+
 // CompleteTx acknowledges job by running complete (the queue's fenced
 // single-job acknowledgement) in the caller's transaction, so that the
 // handler's writes and the acknowledgement commit or roll back together.
 // Generated packages wrap it as CompleteTx(ctx, tx, job).
 //
-// It returns an error wrapping ErrLeaseLost when this attempt no longer
+// It returns an error wrapping skipjack.ErrLeaseLost when this attempt no longer
 // owns the job; the caller should roll back. After it succeeds the worker
 // does not acknowledge the job again when the handler returns nil. If the
 // transaction then rolls back, the handler should return an error: the
 // job is retried as usual.
-func CompleteTx[T any](ctx context.Context, job *Job[T], complete func(ctx context.Context, id int64, claim int32) (int64, error)) error {
-	n, err := complete(ctx, job.ID, job.claim)
+func CompleteTx[T any](ctx context.Context, job *skipjack.Job[T], complete func(ctx context.Context, id int64, claim int32) (int64, error)) error {
+	n, err := complete(ctx, job.ID, job.Claim)
 	if err != nil {
 		return fmt.Errorf("complete job %d: %w", job.ID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("complete job %d: %w", job.ID, ErrLeaseLost)
+		return fmt.Errorf("complete job %d: %w", job.ID, skipjack.ErrLeaseLost)
 	}
-	job.txAcked.Store(true)
+	txAcked.Store(job, struct{}{})
 	return nil
 }

@@ -1,9 +1,10 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"runtime/debug"
 	"time"
 )
@@ -81,7 +82,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 }
 
 // call runs the handler, turning a panic into an error.
-func (r *runner[T]) call(ctx context.Context, job *Job[T]) (err error) {
+func (r *runner[T]) call(ctx context.Context, job *skipjack.Job[T]) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("skipjack: handler panicked",
@@ -92,7 +93,7 @@ func (r *runner[T]) call(ctx context.Context, job *Job[T]) (err error) {
 	return r.w.handle(ctx, job)
 }
 
-func (r *runner[T]) jobDone(job *Job[T], took time.Duration, err error) {
+func (r *runner[T]) jobDone(job *skipjack.Job[T], took time.Duration, err error) {
 	if r.cfg.Hooks != nil {
 		r.cfg.Hooks.JobDone(r.spec.Name, job.ID, job.Attempt, took, err)
 	}
@@ -102,10 +103,10 @@ func (r *runner[T]) jobDone(job *Job[T], took time.Duration, err error) {
 }
 
 // resolution turns a handler error into what happens to the job.
-func (r *runner[T]) resolution(job *Job[T], err error) Resolution {
-	res := Resolution{ID: job.ID, Claim: job.claim, Message: err.Error()}
-	var perm *PermanentError
-	var snooze *SnoozeError
+func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
+	res := Resolution{ID: job.ID, Claim: job.Claim, Message: err.Error()}
+	var perm *skipjack.PermanentError
+	var snooze *skipjack.SnoozeError
 	switch {
 	case errors.As(err, &perm):
 		res.Outcome = OutcomeFail
@@ -130,7 +131,7 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	e.cancel = nil
 	switch {
 	case e.lost:
-	case completed && e.job.txAcked.Load():
+	case ackedInTx(e.job, true) && completed:
 		r.forget(e)
 	default:
 		if len(r.acks)+len(r.resolves) == 0 {

@@ -1,4 +1,4 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"context"

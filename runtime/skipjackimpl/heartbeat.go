@@ -1,8 +1,9 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"context"
 	"fmt"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"time"
 )
 
@@ -27,7 +28,7 @@ func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
 
 // heartbeat runs one heartbeat. Jobs it no longer owns lost their lease
 // (another worker's rescuer took them back): their handlers' contexts are
-// cancelled with ErrLeaseLost and their results are dropped.
+// cancelled with skipjack.ErrLeaseLost and their results are dropped.
 func (r *runner[T]) heartbeat(timeout time.Duration) error {
 	r.mu.Lock()
 	es := make([]*entry[T], 0, len(r.held))
@@ -43,10 +44,13 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 
 	ids, claims := idsAndClaims(es)
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
-	kept, err := r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)
+	kept, cancelled, err := r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: %w", r.spec.Name, err)
+	}
+	if len(cancelled) > 0 {
+		r.cancelJobs(cancelled)
 	}
 	if len(kept) == len(es) {
 		return nil
@@ -61,13 +65,13 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		if alive[e.row.ID] || e.lost || e.settling || r.held[e.row.ID] != e {
 			continue // kept, or acknowledged or released meanwhile
 		}
-		if e.job != nil && e.job.txAcked.Load() {
+		if e.job != nil && ackedInTx(e.job, false) {
 			continue // acknowledged by CompleteTx
 		}
 		e.lost = true
 		r.forget(e)
 		if e.cancel != nil {
-			e.cancel(ErrLeaseLost)
+			e.cancel(skipjack.ErrLeaseLost)
 		}
 		lost++
 	}
@@ -76,4 +80,17 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		r.log.Warn("skipjack: lost the lease of jobs; their handlers are cancelled and their results dropped", "jobs", lost)
 	}
 	return nil
+}
+
+// cancelJobs cancels the handlers of jobs an operator cancelled, with cause
+// skipjack.ErrCancelled; their results then fail them (the database does so
+// whatever the handler returns).
+func (r *runner[T]) cancelJobs(ids []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if e := r.held[id]; e != nil && e.cancel != nil {
+			e.cancel(skipjack.ErrCancelled)
+		}
+	}
 }

@@ -1,15 +1,11 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
-
-// ErrNULInPayload is returned by EncodePayload for a payload holding a
-// string with a NUL character, which PostgreSQL's jsonb cannot store.
-var ErrNULInPayload = errors.New("payload contains a NUL character (\\u0000), which jsonb cannot store")
 
 // EncodePayload encodes a payload as the JSON object stored in the payload
 // column. It refuses strings containing NUL up front, so that neither an
@@ -25,7 +21,7 @@ func EncodePayload(v any) ([]byte, error) {
 		return nil, fmt.Errorf("encode payload: %w", err)
 	}
 	if hasEscapedNUL(b) {
-		return nil, ErrNULInPayload
+		return nil, skipjack.ErrNULInPayload
 	}
 	return b, nil
 }
@@ -47,9 +43,4 @@ func hasEscapedNUL(b []byte) bool {
 		}
 		b = b[i+1:]
 	}
-}
-
-// EnqueueError wraps a database error of an enqueue into queue with context.
-func EnqueueError(queue string, err error) error {
-	return fmt.Errorf("enqueue %s: %w", queue, err)
 }

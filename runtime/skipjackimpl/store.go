@@ -1,4 +1,4 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"context"
@@ -27,6 +27,12 @@ type QueueSpec struct {
 	RetainCompleted time.Duration
 	// RetainFailed is how long failed jobs are kept; 0 keeps them forever.
 	RetainFailed time.Duration
+	// Unique reports whether the queue has a unique key.
+	Unique bool
+	// MaxPayloadBytes caps the encoded payload of one job; 0 means no cap.
+	MaxPayloadBytes int
+	// Schedules are the queue's periodic jobs.
+	Schedules []Schedule
 }
 
 // ClaimedRow is a job row as the claim statement returns it, before its
@@ -68,14 +74,14 @@ type Resolution struct {
 	Message string
 }
 
-// Store is the SQL the runtime runs against one queue's table. Every
+// store is the SQL the runtime runs against one queue's table. Every
 // generated queue package implements it on top of the sqlc code generated
 // for that queue; all methods are single autocommit statements.
 //
 // Every method that writes to claimed jobs matches each job's id and claim
 // token while the job is running, so a writer whose lease was lost never
 // touches a newer attempt; batched writes lock rows in id order.
-type Store interface {
+type store interface {
 	// Claim marks up to limit due pending jobs running under a lease and
 	// returns them (FOR NO KEY UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error)
@@ -86,8 +92,9 @@ type Store interface {
 	// matched.
 	Resolve(ctx context.Context, rs []Resolution) ([]int64, error)
 	// Heartbeat extends the leases of the given jobs and returns the ids
-	// that are still owned by these claims.
-	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) ([]int64, error)
+	// that are still owned by these claims (a row locked elsewhere counts as
+	// owned, unrenewed), and among them those an operator cancelled.
+	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error)
 	// Release makes claimed jobs pending again, restoring their attempt.
 	Release(ctx context.Context, ids []int64, claims []int32) (int64, error)
 	// Rescue makes up to limit jobs whose lease lapsed pending again
@@ -98,24 +105,4 @@ type Store interface {
 	// (when completedAge > 0) and failed jobs older than failedAge (when
 	// failedAge > 0), returning how many it deleted.
 	Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error)
-	// Stats counts the queue's jobs by state.
-	Stats(ctx context.Context) (Stats, error)
-}
-
-// Stats counts a queue's jobs by state.
-type Stats struct {
-	// Pending counts pending jobs that are due.
-	Pending int64 `json:"pending"`
-	// Scheduled counts pending jobs whose run_at is in the future (delays,
-	// backoff, snoozes).
-	Scheduled int64 `json:"scheduled"`
-	// Running counts claimed jobs.
-	Running int64 `json:"running"`
-	// Completed counts retained completed jobs (0 when they are deleted at
-	// ack).
-	Completed int64 `json:"completed"`
-	// Failed counts retained failed jobs.
-	Failed int64 `json:"failed"`
-	// OldestPending is how long the oldest due pending job has waited.
-	OldestPending time.Duration `json:"oldest_pending"`
 }

@@ -1,10 +1,10 @@
-package skipjack
+package skipjackimpl
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"log/slog"
 	"slices"
 	"sync"
@@ -36,22 +36,24 @@ const (
 type Worker[T any] struct {
 	pool    *pgxpool.Pool
 	spec    QueueSpec
-	store   Store
-	handle  func(context.Context, *Job[T]) error
-	cfg     WorkerConfig
+	store   store
+	slots   slotQueries
+	handle  func(context.Context, *skipjack.Job[T]) error
+	cfg     skipjack.WorkerConfig
 	running atomic.Bool
 }
 
-// NewWorker returns a worker that runs handle on the jobs of the queue
-// described by spec, using store for its SQL. Generated packages call it;
-// cfg's zero fields take their defaults.
-func NewWorker[T any](pool *pgxpool.Pool, spec QueueSpec, store Store, handle func(context.Context, *Job[T]) error, cfg WorkerConfig) *Worker[T] {
+// newWorker returns a worker that runs handle on the jobs of the queue
+// described by spec, using qs for its SQL; cfg's zero fields take their
+// defaults.
+func newWorker[T any](pool *pgxpool.Pool, spec QueueSpec, qs queries, handle func(context.Context, *skipjack.Job[T]) error, cfg skipjack.WorkerConfig) *Worker[T] {
 	return &Worker[T]{
 		pool:   pool,
 		spec:   spec.withDefaults(),
-		store:  store,
+		store:  qs,
+		slots:  qs.slots(),
 		handle: handle,
-		cfg:    cfg.withDefaults(),
+		cfg:    configWithDefaults(cfg),
 	}
 }
 
@@ -95,8 +97,8 @@ func (w *Worker[T]) Run(ctx context.Context) error {
 type runner[T any] struct {
 	w     *Worker[T]
 	spec  QueueSpec
-	cfg   WorkerConfig
-	store Store
+	cfg   skipjack.WorkerConfig
+	store store
 	log   *slog.Logger
 
 	maxHeld      int // prefetched + running
@@ -126,7 +128,7 @@ type runner[T any] struct {
 // entry is one claimed job.
 type entry[T any] struct {
 	row       ClaimedRow
-	job       *Job[T]                 // the handler's view, built and decoded at claim
+	job       *skipjack.Job[T]        // the handler's view, built and decoded at claim
 	decodeErr error                   // the payload did not decode into T
 	cancel    context.CancelCauseFunc // cancels the running handler
 	lost      bool                    // the lease was lost; drop everything
@@ -165,7 +167,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	r.handlerCtx = handlerCtx
 
 	unsubscribe := func() {}
-	if r.spec.Channel != "" {
+	if r.spec.Channel != "" && !r.cfg.PollOnly {
 		r.wake, unsubscribe = subscribe(r.w.pool, r.spec.Channel, r.cfg.Logger)
 	}
 	defer unsubscribe()
@@ -179,6 +181,9 @@ func (r *runner[T]) run(ctx context.Context) error {
 	stopBackground := make(chan struct{})
 	background.Go(func() { r.heartbeatLoop(stopBackground) })
 	background.Go(func() { r.maintainLoop(stopBackground) })
+	if len(r.spec.Schedules) > 0 && r.w.slots != nil {
+		background.Go(func() { r.scheduleLoop(stopBackground) })
+	}
 
 	r.fetchLoop(ctx)
 
@@ -280,8 +285,8 @@ func idsAndClaims[T any](es []*entry[T]) ([]int64, []int32) {
 }
 
 // newJob builds the handler's view of a claimed row, without its payload.
-func newJob[T any](row *ClaimedRow) *Job[T] {
-	j := &Job[T]{
+func newJob[T any](row *ClaimedRow) *skipjack.Job[T] {
+	j := &skipjack.Job[T]{
 		ID:          row.ID,
 		Attempt:     int(row.Attempt),
 		MaxAttempts: int(row.MaxAttempts),
@@ -289,10 +294,8 @@ func newJob[T any](row *ClaimedRow) *Job[T] {
 		CreatedAt:   row.CreatedAt,
 		RunAt:       row.RunAt,
 		Rescues:     int(row.Rescues),
-		claim:       row.Claim,
+		Claim:       row.Claim,
 	}
-	if len(row.Errors) > 2 { // not "[]"
-		_ = json.Unmarshal(row.Errors, &j.Errors) // history is informative only
-	}
+	j.Errors = decodeErrors(row.Errors)
 	return j
 }

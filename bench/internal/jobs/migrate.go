@@ -9,16 +9,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 1 of generated code.
-const _ = skipjack.SupportPackageIsVersion1
+// This package needs a runtime that supports version 2 of generated code.
+const _ = skipjack.SupportPackageIsVersion2
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
 // safe to call from many processes at once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return skipjack.Migrate(ctx, pool, skipjack.MigrateParams{
+	return skipjackimpl.Migrate(ctx, pool, skipjackimpl.MigrateParams{
 		Config:     "bench",
 		Schema:     "skipjack",
 		Migrations: migrations,
@@ -26,7 +27,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // migrations are the generated migrations, in version order.
-var migrations = []skipjack.Migration{
+var migrations = []skipjackimpl.Migration{
 	{
 		Version: 1,
 		Name:    "0001_skipjack_init",
@@ -120,6 +121,42 @@ CREATE INDEX "quiet_claim_idx" ON "skipjack"."quiet" ("run_at", "id") WHERE "sta
 CREATE INDEX "quiet_lease_idx" ON "skipjack"."quiet" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
 
 CREATE INDEX "quiet_finished_idx" ON "skipjack"."quiet" ("finished_at") WHERE "state" IN ('completed', 'failed');
+`,
+	},
+	{
+		Version: 2,
+		Name:    "0002_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+ALTER TABLE "skipjack"."noop" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."noop" ADD CONSTRAINT "noop_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "noop_completed_idx" ON "skipjack"."noop" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "noop_failed_idx" ON "skipjack"."noop" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."noop_finished_idx";
+
+ALTER TABLE "skipjack"."kept" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."kept" ADD CONSTRAINT "kept_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "kept_completed_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "kept_failed_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."kept_finished_idx";
+
+ALTER TABLE "skipjack"."quiet" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."quiet" ADD CONSTRAINT "quiet_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "quiet_completed_idx" ON "skipjack"."quiet" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "quiet_failed_idx" ON "skipjack"."quiet" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."quiet_finished_idx";
 `,
 	},
 }

@@ -9,16 +9,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 1 of generated code.
-const _ = skipjack.SupportPackageIsVersion1
+// This package needs a runtime that supports version 2 of generated code.
+const _ = skipjack.SupportPackageIsVersion2
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
 // safe to call from many processes at once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return skipjack.Migrate(ctx, pool, skipjack.MigrateParams{
+	return skipjackimpl.Migrate(ctx, pool, skipjackimpl.MigrateParams{
 		Config:     "testqueue",
 		Schema:     "skipjack",
 		Migrations: migrations,
@@ -26,7 +27,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // migrations are the generated migrations, in version order.
-var migrations = []skipjack.Migration{
+var migrations = []skipjackimpl.Migration{
 	{
 		Version: 1,
 		Name:    "0001_skipjack_init",
@@ -196,6 +197,62 @@ $$;
 
 CREATE TRIGGER "ranked_notify" AFTER INSERT ON "skipjack"."ranked"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."ranked_notify"();
+`,
+	},
+	{
+		Version: 2,
+		Name:    "0002_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+ALTER TABLE "skipjack"."demo" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."demo" ADD CONSTRAINT "demo_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "demo_completed_idx" ON "skipjack"."demo" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "demo_failed_idx" ON "skipjack"."demo" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."demo_finished_idx";
+
+ALTER TABLE "skipjack"."fast" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."fast" ADD CONSTRAINT "fast_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "fast_completed_idx" ON "skipjack"."fast" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "fast_failed_idx" ON "skipjack"."fast" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."fast_finished_idx";
+
+ALTER TABLE "skipjack"."kept" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."kept" ADD CONSTRAINT "kept_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "kept_completed_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "kept_failed_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."kept_finished_idx";
+
+ALTER TABLE "skipjack"."slow" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."slow" ADD CONSTRAINT "slow_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "slow_completed_idx" ON "skipjack"."slow" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "slow_failed_idx" ON "skipjack"."slow" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."slow_finished_idx";
+
+ALTER TABLE "skipjack"."ranked" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "skipjack"."ranked" ADD CONSTRAINT "ranked_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "ranked_completed_idx" ON "skipjack"."ranked" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "ranked_failed_idx" ON "skipjack"."ranked" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "skipjack"."ranked_finished_idx";
 `,
 	},
 }

@@ -9,16 +9,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 1 of generated code.
-const _ = skipjack.SupportPackageIsVersion1
+// This package needs a runtime that supports version 2 of generated code.
+const _ = skipjack.SupportPackageIsVersion2
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
 // safe to call from many processes at once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return skipjack.Migrate(ctx, pool, skipjack.MigrateParams{
+	return skipjackimpl.Migrate(ctx, pool, skipjackimpl.MigrateParams{
 		Config:     "shop",
 		Schema:     "shop_jobs",
 		Migrations: migrations,
@@ -26,7 +27,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // migrations are the generated migrations, in version order.
-var migrations = []skipjack.Migration{
+var migrations = []skipjackimpl.Migration{
 	{
 		Version: 1,
 		Name:    "0001_skipjack_init",
@@ -130,6 +131,42 @@ $$;
 
 CREATE TRIGGER "charge_card_notify" AFTER INSERT ON "shop_jobs"."charge_card"
     FOR EACH STATEMENT EXECUTE FUNCTION "shop_jobs"."charge_card_notify"();
+`,
+	},
+	{
+		Version: 2,
+		Name:    "0002_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+
+ALTER TABLE "shop_jobs"."send_email" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "shop_jobs"."send_email" ADD CONSTRAINT "send_email_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "send_email_completed_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "send_email_failed_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "shop_jobs"."send_email_finished_idx";
+
+ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "shop_jobs"."resize_image" ADD CONSTRAINT "resize_image_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "resize_image_completed_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "resize_image_failed_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "shop_jobs"."resize_image_finished_idx";
+
+ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+
+ALTER TABLE "shop_jobs"."charge_card" ADD CONSTRAINT "charge_card_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+
+CREATE INDEX "charge_card_completed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "charge_card_failed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'failed';
+
+DROP INDEX "shop_jobs"."charge_card_finished_idx";
 `,
 	},
 }

@@ -12,7 +12,7 @@ type iteratorForEnqueueCopy struct {
 	skippedFirstNextCall bool
 }
 
-// Next runs the Next statement of queries.sql.
+// Next advances to the next row to copy and reports whether there is one.
 func (r *iteratorForEnqueueCopy) Next() bool {
 	if len(r.rows) == 0 {
 		return false
@@ -25,7 +25,7 @@ func (r *iteratorForEnqueueCopy) Next() bool {
 	return len(r.rows) > 0
 }
 
-// Values runs the Values statement of queries.sql.
+// Values returns the current row's column values.
 func (r iteratorForEnqueueCopy) Values() ([]any, error) {
 	return []any{
 		r.rows[0].Payload,
@@ -33,7 +33,7 @@ func (r iteratorForEnqueueCopy) Values() ([]any, error) {
 	}, nil
 }
 
-// Err runs the Err statement of queries.sql.
+// Err returns the error that ended the iteration, if any.
 func (r iteratorForEnqueueCopy) Err() error {
 	return nil
 }
@@ -49,7 +49,7 @@ type iteratorForEnqueueCopyAt struct {
 	skippedFirstNextCall bool
 }
 
-// Next runs the Next statement of queries.sql.
+// Next advances to the next row to copy and reports whether there is one.
 func (r *iteratorForEnqueueCopyAt) Next() bool {
 	if len(r.rows) == 0 {
 		return false
@@ -62,7 +62,7 @@ func (r *iteratorForEnqueueCopyAt) Next() bool {
 	return len(r.rows) > 0
 }
 
-// Values runs the Values statement of queries.sql.
+// Values returns the current row's column values.
 func (r iteratorForEnqueueCopyAt) Values() ([]any, error) {
 	return []any{
 		r.rows[0].Payload,
@@ -71,7 +71,7 @@ func (r iteratorForEnqueueCopyAt) Values() ([]any, error) {
 	}, nil
 }
 
-// Err runs the Err statement of queries.sql.
+// Err returns the error that ended the iteration, if any.
 func (r iteratorForEnqueueCopyAt) Err() error {
 	return nil
 }

@@ -8,18 +8,19 @@ import (
 
 // SkipjackDemo is a row of the queue table.
 type SkipjackDemo struct {
-	ID             int64
-	State          string
-	Payload        []byte
-	RunAt          time.Time
-	Priority       int16
-	Attempt        int32
-	MaxAttempts    int32
-	CreatedAt      time.Time
-	Claim          int32
-	Rescues        int32
-	LeaseExpiresAt *time.Time
-	Worker         *string
-	FinishedAt     *time.Time
-	Errors         []byte
+	ID              int64
+	State           string
+	Payload         []byte
+	RunAt           time.Time
+	Priority        int16
+	Attempt         int32
+	MaxAttempts     int32
+	CreatedAt       time.Time
+	Claim           int32
+	Rescues         int32
+	LeaseExpiresAt  *time.Time
+	Worker          *string
+	FinishedAt      *time.Time
+	Errors          []byte
+	CancelRequested bool
 }

@@ -3,7 +3,7 @@
 -- name: Enqueue :one
 -- Enqueue inserts one job, due at run_at or after delay on the database clock.
 INSERT INTO "skipjack"."fast" ("payload", "run_at", "priority")
-VALUES (sqlc.arg(payload), COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority))
+VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint)
 RETURNING "id";
 
 -- name: EnqueueCopy :copyfrom
@@ -71,13 +71,14 @@ WITH r AS (
 ), locked AS (
     SELECT j."id", x.outcome, x.delay, x.message,
            CASE
+               WHEN j."cancel_requested" THEN 'failed'
                WHEN x.outcome = 'snooze' THEN 'pending'
                WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
                ELSE 'failed'
            END AS next_state
     FROM (SELECT * FROM r ORDER BY id) AS x
     CROSS JOIN LATERAL (
-        SELECT "id", "state", "attempt", "max_attempts" FROM "skipjack"."fast"
+        SELECT "id", "state", "attempt", "max_attempts", "cancel_requested" FROM "skipjack"."fast"
         WHERE "id" = x.id AND "claim" = x.claim
         LIMIT 1
         FOR UPDATE
@@ -90,10 +91,12 @@ SET "state" = locked.next_state,
     "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
     "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
     "lease_expires_at" = NULL,
-    "errors" = CASE WHEN locked.outcome = 'snooze' THEN t."errors" ELSE (
+    "errors" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."errors" ELSE (
         SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
         FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(), 'error', locked.message, 'worker', t."worker"))) WITH ORDINALITY AS e
+            'attempt', t."attempt", 'at', now(),
+            'error', CASE WHEN t."cancel_requested" THEN 'cancelled' ELSE left(locked.message, 2048) END,
+            'worker', t."worker"))) WITH ORDINALITY AS e
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     ) END
 FROM locked
@@ -101,7 +104,7 @@ WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
 RETURNING t."id";
 
 -- name: Heartbeat :many
--- Heartbeat extends the leases of the jobs that the given claims still own.
+-- Heartbeat extends the leases of the jobs that the given claims still own and reports which of them an operator cancelled. It never waits for a row lock: a row locked elsewhere (by CompleteTx's open transaction, an operator's SELECT ... FOR UPDATE) is reported alive, unrenewed, while its claim still owns it.
 WITH h AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
 ), locked AS (
@@ -111,14 +114,25 @@ WITH h AS (
         SELECT "id", "state" FROM "skipjack"."fast"
         WHERE "id" = x.id AND "claim" = x.claim
         LIMIT 1
-        FOR NO KEY UPDATE
+        FOR NO KEY UPDATE SKIP LOCKED
     ) AS j
     WHERE j."state" = 'running'
+), renewed AS (
+    UPDATE "skipjack"."fast" AS t
+    SET "lease_expires_at" = now() + sqlc.arg(lease)::interval
+    WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
+    RETURNING t."id", t."cancel_requested"
 )
-UPDATE "skipjack"."fast" AS t
-SET "lease_expires_at" = now() + sqlc.arg(lease)::interval
-WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
-RETURNING t."id";
+SELECT renewed."id", renewed."cancel_requested" FROM renewed
+UNION ALL
+SELECT b."id", b."cancel_requested"
+FROM h AS x
+CROSS JOIN LATERAL (
+    SELECT "id", "cancel_requested" FROM "skipjack"."fast"
+    WHERE "id" = x.id AND "claim" = x.claim AND "state" = 'running'
+    LIMIT 1
+) AS b
+WHERE x.id <> ALL(ARRAY(SELECT "id" FROM locked));
 
 -- name: Release :execrows
 -- Release makes claimed jobs pending again and restores their attempt.
@@ -149,16 +163,18 @@ WITH lapsed AS (
     FOR NO KEY UPDATE SKIP LOCKED
 )
 UPDATE "skipjack"."fast" AS t
-SET "state" = CASE WHEN t."rescues" >= 5 THEN 'failed' ELSE 'pending' END,
-    "attempt" = CASE WHEN t."rescues" >= 5 THEN t."attempt" ELSE t."attempt" - 1 END,
+SET "state" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN 'failed' ELSE 'pending' END,
+    "attempt" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
     "rescues" = t."rescues" + 1,
     "run_at" = now(),
-    "finished_at" = CASE WHEN t."rescues" >= 5 THEN now() END,
+    "finished_at" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN now() END,
     "lease_expires_at" = NULL,
     "errors" = (
         SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
         FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(), 'error', 'lease lost', 'worker', t."worker"))) WITH ORDINALITY AS e
+            'attempt', t."attempt", 'at', now(),
+            'error', CASE WHEN t."cancel_requested" THEN 'cancelled' ELSE 'lease lost' END,
+            'worker', t."worker"))) WITH ORDINALITY AS e
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     )
 WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed));
@@ -186,12 +202,63 @@ WHERE "id" = ANY(ARRAY(
 ));
 
 -- name: Stats :one
--- Stats counts the queue's jobs by state.
+-- Stats counts the queue's jobs by state: pending, scheduled and running exactly (their partial indexes are small), retained completed and failed jobs up to 100,000 each, so a dashboard polling it never scans a large history.
 SELECT
-    count(*) FILTER (WHERE "state" = 'pending' AND "run_at" <= now()) AS pending,
-    count(*) FILTER (WHERE "state" = 'pending' AND "run_at" > now()) AS scheduled,
-    count(*) FILTER (WHERE "state" = 'running') AS running,
-    count(*) FILTER (WHERE "state" = 'completed') AS completed,
-    count(*) FILTER (WHERE "state" = 'failed') AS failed,
-    (now() - coalesce(min("run_at") FILTER (WHERE "state" = 'pending' AND "run_at" <= now()), now()))::interval AS oldest_pending
-FROM "skipjack"."fast";
+    (SELECT count(*) FROM "skipjack"."fast" WHERE "state" = 'pending' AND "run_at" <= now()) AS pending,
+    (SELECT count(*) FROM "skipjack"."fast" WHERE "state" = 'pending' AND "run_at" > now()) AS scheduled,
+    (SELECT count(*) FROM "skipjack"."fast" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running') AS running,
+    (SELECT count(*) FROM (SELECT 1 FROM "skipjack"."fast" WHERE "state" = 'completed' LIMIT 100000) AS c) AS completed,
+    (SELECT count(*) FROM (SELECT 1 FROM "skipjack"."fast" WHERE "state" = 'failed' LIMIT 100000) AS f) AS failed,
+    (now() - coalesce((
+        SELECT "run_at" FROM "skipjack"."fast" WHERE "state" = 'pending' AND "run_at" <= now()
+        ORDER BY "run_at" LIMIT 1
+    ), now()))::interval AS oldest_pending;
+
+-- name: CountFinished :one
+-- CountFinished counts the retained jobs in state (completed or failed) that finished since the given time.
+SELECT count(*) FROM "skipjack"."fast"
+WHERE "state" = sqlc.arg(state)::text AND "finished_at" >= sqlc.arg(since)::timestamptz;
+
+-- name: Get :one
+-- Get returns one job.
+SELECT "id", "state", "attempt", "max_attempts", "priority", "run_at", "created_at", "finished_at",
+       "lease_expires_at", "worker", "rescues", "errors", "payload"
+FROM "skipjack"."fast"
+WHERE "id" = sqlc.arg(id);
+
+-- name: List :many
+-- List returns up to max jobs after after_id in id order, in one state or all (state ''), walking the primary key.
+SELECT "id", "state", "attempt", "max_attempts", "priority", "run_at", "created_at", "finished_at",
+       "lease_expires_at", "worker", "rescues", "errors", "payload"
+FROM "skipjack"."fast"
+WHERE "id" > sqlc.arg(after_id) AND (sqlc.arg(state)::text = '' OR "state" = sqlc.arg(state)::text)
+ORDER BY "id"
+LIMIT sqlc.arg(max);
+
+-- name: Retry :execrows
+-- Retry makes failed and scheduled jobs pending now; a failed job that used up its attempts gets one more.
+UPDATE "skipjack"."fast"
+SET "state" = 'pending',
+    "run_at" = now(),
+    "finished_at" = NULL,
+    "cancel_requested" = false,
+    "max_attempts" = CASE WHEN "state" = 'failed' THEN greatest("max_attempts", "attempt" + 1) ELSE "max_attempts" END
+WHERE "id" = ANY(sqlc.arg(ids)::bigint[])
+  AND ("state" = 'failed' OR ("state" = 'pending' AND "run_at" > now()));
+
+-- name: Cancel :one
+-- Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed.
+WITH pending AS (
+    UPDATE "skipjack"."fast" AS t
+    SET "state" = 'failed', "finished_at" = now(), "cancel_requested" = true,
+        "errors" = t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', ''))
+    WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."state" = 'pending'
+    RETURNING t."id"
+), running AS (
+    UPDATE "skipjack"."fast" AS t
+    SET "cancel_requested" = true
+    WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."state" = 'running' AND NOT t."cancel_requested"
+    RETURNING t."id"
+)
+SELECT ((SELECT count(*) FROM pending) + (SELECT count(*) FROM running))::bigint AS changed;

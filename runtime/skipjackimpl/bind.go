@@ -1,0 +1,353 @@
+package skipjackimpl
+
+import (
+	"context"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// DBTX is what the generated sqlc queries run on.
+type DBTX = skipjack.DBTX
+
+// ClaimRow is the shape of the row sqlc generates for a queue's Claim
+// query. Generated rows convert to ClaimedRow with no per-queue code.
+type ClaimRow interface {
+	~struct {
+		ID          int64
+		Attempt     int32
+		Claim       int32
+		MaxAttempts int32
+		Priority    int16
+		Payload     []byte
+		RunAt       time.Time
+		CreatedAt   time.Time
+		Rescues     int32
+		Errors      []byte
+	}
+}
+
+// HeartbeatRow is the shape of the row of a queue's Heartbeat query.
+type HeartbeatRow interface {
+	~struct {
+		ID              int64
+		CancelRequested bool
+	}
+}
+
+// RecordRow is the shape of the rows of a queue's Get and List queries.
+type RecordRow interface {
+	~struct {
+		ID             int64
+		State          string
+		Attempt        int32
+		MaxAttempts    int32
+		Priority       int16
+		RunAt          time.Time
+		CreatedAt      time.Time
+		FinishedAt     *time.Time
+		LeaseExpiresAt *time.Time
+		Worker         *string
+		Rescues        int32
+		Errors         []byte
+		Payload        []byte
+	}
+}
+
+// StatsRow is the shape of the row of a queue's Stats query.
+type StatsRow interface {
+	~struct {
+		Pending       int64
+		Scheduled     int64
+		Running       int64
+		Completed     int64
+		Failed        int64
+		OldestPending time.Duration
+	}
+}
+
+// CopyRow is the shape of one row of a queue's EnqueueCopy.
+type CopyRow interface {
+	~struct {
+		Payload  []byte
+		Priority int16
+	}
+}
+
+// CopyAtRow is the shape of one row of a queue's EnqueueCopyAt.
+type CopyAtRow interface {
+	~struct {
+		Payload  []byte
+		Priority int16
+		RunAt    time.Time
+	}
+}
+
+// Queries is the method set sqlc generates for every queue's queries.sql
+// (with query_parameter_limit high enough that every parameter is
+// positional). The type parameters are the queue's own row types; their
+// shapes are fixed by the constraints above, so the runtime converts them
+// once, here, for every queue.
+type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] interface {
+	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error)
+	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
+	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
+	Now(ctx context.Context, delay time.Duration) (time.Time, error)
+	Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]C, error)
+	Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error)
+	CompleteOne(ctx context.Context, id int64, claim int32) (int64, error)
+	Resolve(ctx context.Context, ids []int64, claims []int32, outcomes []string, delays []time.Duration, messages []string) ([]int64, error)
+	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) ([]H, error)
+	Release(ctx context.Context, ids []int64, claims []int32) (int64, error)
+	Rescue(ctx context.Context, max int32) (int64, error)
+	PruneCompleted(ctx context.Context, age time.Duration, max int32) (int64, error)
+	PruneFailed(ctx context.Context, age time.Duration, max int32) (int64, error)
+	Stats(ctx context.Context) (S, error)
+	CountFinished(ctx context.Context, state string, since time.Time) (int64, error)
+	Get(ctx context.Context, id int64) (G, error)
+	List(ctx context.Context, afterID int64, state string, max int32) ([]L, error)
+	Retry(ctx context.Context, ids []int64) (int64, error)
+	Cancel(ctx context.Context, ids []int64) (int64, error)
+}
+
+// uniqueQueries are the extra queries of a queue with a unique key.
+type uniqueQueries interface {
+	Duplicate(ctx context.Context, payload string) (int64, error)
+	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, payloads []string) (int64, error)
+}
+
+// slotQueries are the extra queries of a queue with periodic jobs.
+type slotQueries interface {
+	EnqueueSlot(ctx context.Context, schedule int32, slot time.Time, payload string) (int64, error)
+	LastSlot(ctx context.Context, schedule int32) (time.Time, error)
+}
+
+// queries is the type-erased view of one queue's Queries on one DBTX that
+// the rest of the runtime uses.
+type queries interface {
+	store
+	enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error)
+	enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time) (int64, error)
+	now(ctx context.Context, delay time.Duration) (time.Time, error)
+	completeOne(ctx context.Context, id int64, claim int32) (int64, error)
+	stats(ctx context.Context) (skipjack.Stats, error)
+	countFinished(ctx context.Context, state string, since time.Time) (int64, error)
+	get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error)
+	list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error)
+	retry(ctx context.Context, ids []int64) (int64, error)
+	cancel(ctx context.Context, ids []int64) (int64, error)
+	unique() uniqueQueries
+	slots() slotQueries
+}
+
+// binding adapts one queue's sqlc Queries to queries.
+type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] struct {
+	q Queries[C, H, G, L, S, E, A]
+}
+
+func (b binding[C, H, G, L, S, E, A]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClaimedRow, len(rows))
+	for i, r := range rows {
+		out[i] = ClaimedRow(r)
+	}
+	return out, nil
+}
+
+func (b binding[C, H, G, L, S, E, A]) Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error) {
+	return b.q.Complete(ctx, ids, claims)
+}
+
+func (b binding[C, H, G, L, S, E, A]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+	ids := make([]int64, len(rs))
+	claims := make([]int32, len(rs))
+	outcomes := make([]string, len(rs))
+	delays := make([]time.Duration, len(rs))
+	messages := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i], claims[i], outcomes[i], delays[i], messages[i] = r.ID, r.Claim, string(r.Outcome), r.Delay, capMessage(r.Message)
+	}
+	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
+}
+
+func (b binding[C, H, G, L, S, E, A]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
+	rows, err := b.q.Heartbeat(ctx, ids, claims, lease)
+	if err != nil {
+		return nil, nil, err
+	}
+	alive = make([]int64, len(rows))
+	for i, row := range rows {
+		r := heartbeatRow(row)
+		alive[i] = r.ID
+		if r.CancelRequested {
+			cancelled = append(cancelled, r.ID)
+		}
+	}
+	return alive, cancelled, nil
+}
+
+func (b binding[C, H, G, L, S, E, A]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
+	return b.q.Release(ctx, ids, claims)
+}
+
+func (b binding[C, H, G, L, S, E, A]) Rescue(ctx context.Context, limit int) (int64, error) {
+	return b.q.Rescue(ctx, int32(limit))
+}
+
+func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
+	var n int64
+	if completedAge > 0 {
+		c, err := b.q.PruneCompleted(ctx, completedAge, int32(limit))
+		if err != nil {
+			return n, err
+		}
+		n += c
+	}
+	if failedAge > 0 {
+		f, err := b.q.PruneFailed(ctx, failedAge, int32(limit))
+		if err != nil {
+			return n, err
+		}
+		n += f
+	}
+	return n, nil
+}
+
+func (b binding[C, H, G, L, S, E, A]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
+	return b.q.Enqueue(ctx, payload, runAt, delay, priority)
+}
+
+// copyRow and copyAtRow are the runtime's spelling of CopyRow and
+// CopyAtRow, converted to the queue's own types.
+type (
+	copyRow struct {
+		Payload  []byte
+		Priority int16
+	}
+	copyAtRow struct {
+		Payload  []byte
+		Priority int16
+		RunAt    time.Time
+	}
+)
+
+func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time) (int64, error) {
+	if runAt == nil {
+		rows := make([]E, len(payloads))
+		for i, p := range payloads {
+			rows[i] = E(copyRow{Payload: p, Priority: priority})
+		}
+		return b.q.EnqueueCopy(ctx, rows)
+	}
+	rows := make([]A, len(payloads))
+	for i, p := range payloads {
+		rows[i] = A(copyAtRow{Payload: p, Priority: priority, RunAt: *runAt})
+	}
+	return b.q.EnqueueCopyAt(ctx, rows)
+}
+
+func (b binding[C, H, G, L, S, E, A]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
+	return b.q.Now(ctx, delay)
+}
+
+func (b binding[C, H, G, L, S, E, A]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
+	return b.q.CompleteOne(ctx, id, claim)
+}
+
+func (b binding[C, H, G, L, S, E, A]) stats(ctx context.Context) (skipjack.Stats, error) {
+	s, err := b.q.Stats(ctx)
+	if err != nil {
+		return skipjack.Stats{}, err
+	}
+	return skipjack.Stats(s), nil
+}
+
+func (b binding[C, H, G, L, S, E, A]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
+	return b.q.CountFinished(ctx, state, since)
+}
+
+func (b binding[C, H, G, L, S, E, A]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
+	row, err := b.q.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return record(recordRow(row)), nil
+}
+
+func (b binding[C, H, G, L, S, E, A]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+	rows, err := b.q.List(ctx, p.AfterID, p.State, int32(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*skipjack.Record[[]byte], len(rows))
+	for i, r := range rows {
+		out[i] = record(recordRow(r))
+	}
+	return out, nil
+}
+
+func (b binding[C, H, G, L, S, E, A]) retry(ctx context.Context, ids []int64) (int64, error) {
+	return b.q.Retry(ctx, ids)
+}
+
+func (b binding[C, H, G, L, S, E, A]) cancel(ctx context.Context, ids []int64) (int64, error) {
+	return b.q.Cancel(ctx, ids)
+}
+
+func (b binding[C, H, G, L, S, E, A]) unique() uniqueQueries {
+	u, _ := b.q.(uniqueQueries)
+	return u
+}
+
+func (b binding[C, H, G, L, S, E, A]) slots() slotQueries {
+	s, _ := b.q.(slotQueries)
+	return s
+}
+
+// heartbeatRow is the runtime's spelling of HeartbeatRow.
+type heartbeatRow struct {
+	ID              int64
+	CancelRequested bool
+}
+
+// recordRow is the runtime's spelling of RecordRow.
+type recordRow struct {
+	ID             int64
+	State          string
+	Attempt        int32
+	MaxAttempts    int32
+	Priority       int16
+	RunAt          time.Time
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	LeaseExpiresAt *time.Time
+	Worker         *string
+	Rescues        int32
+	Errors         []byte
+	Payload        []byte
+}
+
+// record turns a table row into a record with its payload still encoded.
+func record(r recordRow) *skipjack.Record[[]byte] {
+	rec := &skipjack.Record[[]byte]{
+		ID:             r.ID,
+		State:          r.State,
+		Attempt:        int(r.Attempt),
+		MaxAttempts:    int(r.MaxAttempts),
+		Priority:       int(r.Priority),
+		RunAt:          r.RunAt,
+		CreatedAt:      r.CreatedAt,
+		FinishedAt:     r.FinishedAt,
+		LeaseExpiresAt: r.LeaseExpiresAt,
+		Rescues:        int(r.Rescues),
+		Errors:         decodeErrors(r.Errors),
+		Payload:        r.Payload,
+	}
+	if r.Worker != nil {
+		rec.Worker = *r.Worker
+	}
+	return rec
+}

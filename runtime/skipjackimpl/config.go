@@ -1,0 +1,58 @@
+package skipjackimpl
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// Defaults of WorkerConfig's zero fields.
+const (
+	defaultConcurrency     = 100
+	defaultBatchSize       = 100
+	defaultPollInterval    = time.Second
+	defaultAckDelay        = 25 * time.Millisecond
+	defaultShutdownTimeout = 30 * time.Second
+)
+
+// configWithDefaults returns c with every zero field set to its default.
+func configWithDefaults(c skipjack.WorkerConfig) skipjack.WorkerConfig {
+	if c.Concurrency <= 0 {
+		c.Concurrency = defaultConcurrency
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = defaultBatchSize
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = defaultPollInterval
+	}
+	if c.AckDelay <= 0 {
+		c.AckDelay = defaultAckDelay
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = defaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.WorkerID == "" {
+		c.WorkerID = defaultWorkerID()
+	}
+	return c
+}
+
+// defaultWorkerID returns hostname:pid:random.
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

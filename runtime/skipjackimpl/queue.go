@@ -1,0 +1,359 @@
+package skipjackimpl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/opts"
+)
+
+// Queue is one queue's producer, consumer and admin logic, typed by its
+// payload P and bound to the queue's sqlc queries. Each generated queue
+// package holds one in a package variable and exposes its methods as
+// package functions.
+type Queue[P any] struct {
+	spec QueueSpec
+	bind func(DBTX) queries
+}
+
+// NewQueue returns the queue described by spec whose SQL is bind(db), the
+// sqlc Queries of the queue's package. The type parameters other than P
+// are inferred from bind.
+func NewQueue[P any, C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow](spec QueueSpec, bind func(DBTX) Queries[C, H, G, L, S, E, A]) *Queue[P] {
+	return &Queue[P]{
+		spec: spec.withDefaults(),
+		bind: func(db DBTX) queries { return binding[C, H, G, L, S, E, A]{q: bind(db)} },
+	}
+}
+
+// Spec returns the queue's description.
+func (q *Queue[P]) Spec() QueueSpec { return q.spec }
+
+// enqueueOptions applies opts and validates them for this queue.
+func (q *Queue[P]) enqueueOptions(list []skipjack.EnqueueOption) (opts.Enqueue, int16, error) {
+	var o opts.Enqueue
+	for _, opt := range list {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	var priority int16
+	if o.HasPriority {
+		if !q.spec.Priority {
+			return o, 0, fmt.Errorf("enqueue %s: Priority given but the queue is not declared with priority: true", q.spec.Name)
+		}
+		if o.Priority < 0 || o.Priority > 9 {
+			return o, 0, fmt.Errorf("enqueue %s: priority %d is outside 0..9", q.spec.Name, o.Priority)
+		}
+		priority = int16(o.Priority)
+	}
+	if o.Delay < 0 {
+		return o, 0, fmt.Errorf("enqueue %s: negative delay %v", q.spec.Name, o.Delay)
+	}
+	return o, priority, nil
+}
+
+// encode encodes one payload, refusing NUL characters and payloads over
+// the queue's max_payload_bytes.
+func (q *Queue[P]) encode(p *P) ([]byte, error) {
+	b, err := EncodePayload(p)
+	if err != nil {
+		return nil, err
+	}
+	if q.spec.MaxPayloadBytes > 0 && len(b) > q.spec.MaxPayloadBytes {
+		return nil, fmt.Errorf("payload is %d bytes, over the queue's max_payload_bytes of %d", len(b), q.spec.MaxPayloadBytes)
+	}
+	return b, nil
+}
+
+// Enqueue inserts one job and returns its id. For a queue with a unique
+// key, a duplicate returns the existing job's id and an error matching
+// skipjack.ErrDuplicate; no statement fails, so a caller's transaction
+// stays usable.
+func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.EnqueueOption) (int64, error) {
+	o, priority, err := q.enqueueOptions(list)
+	if err != nil {
+		return 0, err
+	}
+	payload, err := q.encode(&p)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+	}
+	qs := q.bind(db)
+	text := unsafe.String(unsafe.SliceData(payload), len(payload))
+	id, err := qs.enqueue(ctx, text, o.RunAt, o.Delay, priority)
+	if err == nil {
+		return id, nil
+	}
+	u := qs.unique()
+	if u == nil || !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+	}
+	// ON CONFLICT DO NOTHING inserted nothing: find the job that holds the
+	// key. It may have left the unique states meanwhile; then there is no
+	// id to report, but the job was still a duplicate when inserted.
+	id, err = u.Duplicate(ctx, text)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("enqueue %s: find duplicate: %w", q.spec.Name, err)
+	}
+	return id, fmt.Errorf("enqueue %s: %w", q.spec.Name, skipjack.ErrDuplicate)
+}
+
+// EnqueueMany inserts many jobs and returns how many it inserted: with one
+// COPY, or for a queue with a unique key with one INSERT that skips
+// duplicates. The options apply to every job.
+func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...skipjack.EnqueueOption) (int64, error) {
+	o, priority, err := q.enqueueOptions(list)
+	if err != nil {
+		return 0, err
+	}
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	payloads := make([][]byte, len(ps))
+	for i := range ps {
+		if payloads[i], err = q.encode(&ps[i]); err != nil {
+			return 0, fmt.Errorf("enqueue %s: payload %d: %w", q.spec.Name, i, err)
+		}
+	}
+	qs := q.bind(db)
+	if u := qs.unique(); u != nil {
+		texts := make([]string, len(payloads))
+		for i, p := range payloads {
+			texts[i] = string(p)
+		}
+		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, texts)
+		if err != nil {
+			return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+		}
+		return n, nil
+	}
+	runAt := o.RunAt
+	if runAt == nil && o.Delay > 0 {
+		at, err := qs.now(ctx, o.Delay)
+		if err != nil {
+			return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+		}
+		runAt = &at
+	}
+	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+	}
+	return n, nil
+}
+
+// CompleteTx acknowledges job inside the caller's transaction tx, so the
+// handler's writes and the acknowledgement commit or roll back together. It
+// returns an error matching skipjack.ErrLeaseLost when this attempt no
+// longer owns the job; the caller should then roll back.
+func (q *Queue[P]) CompleteTx(ctx context.Context, tx pgx.Tx, job *skipjack.Job[P]) error {
+	return CompleteTx(ctx, job, q.bind(tx).completeOne)
+}
+
+// Stats counts the queue's jobs by state.
+func (q *Queue[P]) Stats(ctx context.Context, db DBTX) (skipjack.Stats, error) {
+	s, err := q.bind(db).stats(ctx)
+	if err != nil {
+		return s, fmt.Errorf("stats %s: %w", q.spec.Name, err)
+	}
+	return s, nil
+}
+
+// Get returns one job, or an error matching skipjack.ErrNotFound.
+func (q *Queue[P]) Get(ctx context.Context, db DBTX, id int64) (*skipjack.Record[P], error) {
+	raw, err := q.getRaw(ctx, db, id)
+	if err != nil {
+		return nil, err
+	}
+	return typed[P](raw)
+}
+
+func (q *Queue[P]) getRaw(ctx context.Context, db DBTX, id int64) (*skipjack.Record[[]byte], error) {
+	r, err := q.bind(db).get(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get %s job %d: %w", q.spec.Name, id, skipjack.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s job %d: %w", q.spec.Name, id, err)
+	}
+	return r, nil
+}
+
+// List returns a page of jobs in id order (keyset pagination on the
+// primary key: pass the last id of a page as the next page's AfterID).
+func (q *Queue[P]) List(ctx context.Context, db DBTX, p skipjack.ListParams) ([]*skipjack.Record[P], error) {
+	raws, err := q.listRaw(ctx, db, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*skipjack.Record[P], len(raws))
+	for i, raw := range raws {
+		if out[i], err = typed[P](raw); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Listing limits.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+func (q *Queue[P]) listRaw(ctx context.Context, db DBTX, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+	switch p.State {
+	case "", skipjack.StatePending, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed:
+	default:
+		return nil, fmt.Errorf("list %s: unknown state %q (want pending, running, completed or failed)", q.spec.Name, p.State)
+	}
+	if p.Limit <= 0 {
+		p.Limit = defaultListLimit
+	}
+	p.Limit = min(p.Limit, maxListLimit)
+	rs, err := q.bind(db).list(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", q.spec.Name, err)
+	}
+	return rs, nil
+}
+
+// Retry makes failed or scheduled jobs pending now and returns how many
+// changed.
+func (q *Queue[P]) Retry(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
+	n, err := q.bind(db).retry(ctx, ids)
+	if err != nil {
+		return 0, fmt.Errorf("retry %s jobs: %w", q.spec.Name, err)
+	}
+	return n, nil
+}
+
+// Cancel fails pending jobs as cancelled and has the workers of running
+// ones cancel their handlers' contexts (cause skipjack.ErrCancelled) within
+// a heartbeat interval; those jobs end failed, not retried. It returns how
+// many jobs changed.
+func (q *Queue[P]) Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
+	n, err := q.bind(db).cancel(ctx, ids)
+	if err != nil {
+		return 0, fmt.Errorf("cancel %s jobs: %w", q.spec.Name, err)
+	}
+	return n, nil
+}
+
+// Admin returns the untyped operations view of the queue on db.
+func (q *Queue[P]) Admin(db DBTX) skipjack.QueueAdmin { return admin[P]{q: q, db: db} }
+
+// NewWorker returns a worker that runs handle on the queue's jobs.
+func (q *Queue[P]) NewWorker(pool *pgxpool.Pool, handle func(context.Context, *skipjack.Job[P]) error, cfg skipjack.WorkerConfig) *Worker[P] {
+	return newWorker(pool, q.spec, q.bind(pool), handle, cfg)
+}
+
+// typed decodes the payload of a raw record.
+func typed[P any](raw *skipjack.Record[[]byte]) (*skipjack.Record[P], error) {
+	rec := &skipjack.Record[P]{
+		ID: raw.ID, State: raw.State, Attempt: raw.Attempt, MaxAttempts: raw.MaxAttempts,
+		Priority: raw.Priority, RunAt: raw.RunAt, CreatedAt: raw.CreatedAt, FinishedAt: raw.FinishedAt,
+		LeaseExpiresAt: raw.LeaseExpiresAt, Worker: raw.Worker, Rescues: raw.Rescues, Errors: raw.Errors,
+	}
+	if err := json.Unmarshal(raw.Payload, &rec.Payload); err != nil {
+		return nil, fmt.Errorf("job %d: decode payload: %w", raw.ID, err)
+	}
+	return rec, nil
+}
+
+// admin implements skipjack.QueueAdmin.
+type admin[P any] struct {
+	q  *Queue[P]
+	db DBTX
+}
+
+func (a admin[P]) Name() string { return a.q.spec.Name }
+
+func (a admin[P]) Stats(ctx context.Context) (skipjack.Stats, error) { return a.q.Stats(ctx, a.db) }
+
+func (a admin[P]) Finished(ctx context.Context, since time.Time) (completed, failed int64, err error) {
+	qs := a.q.bind(a.db)
+	if completed, err = qs.countFinished(ctx, skipjack.StateCompleted, since); err != nil {
+		return 0, 0, fmt.Errorf("count finished %s jobs: %w", a.q.spec.Name, err)
+	}
+	if failed, err = qs.countFinished(ctx, skipjack.StateFailed, since); err != nil {
+		return 0, 0, fmt.Errorf("count finished %s jobs: %w", a.q.spec.Name, err)
+	}
+	return completed, failed, nil
+}
+
+func (a admin[P]) Get(ctx context.Context, id int64) (*skipjack.Record[json.RawMessage], error) {
+	raw, err := a.q.getRaw(ctx, a.db, id)
+	if err != nil {
+		return nil, err
+	}
+	return rawMessage(raw), nil
+}
+
+func (a admin[P]) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[json.RawMessage], error) {
+	raws, err := a.q.listRaw(ctx, a.db, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*skipjack.Record[json.RawMessage], len(raws))
+	for i, r := range raws {
+		out[i] = rawMessage(r)
+	}
+	return out, nil
+}
+
+func (a admin[P]) Retry(ctx context.Context, ids ...int64) (int64, error) {
+	return a.q.Retry(ctx, a.db, ids...)
+}
+
+func (a admin[P]) Cancel(ctx context.Context, ids ...int64) (int64, error) {
+	return a.q.Cancel(ctx, a.db, ids...)
+}
+
+// rawMessage retypes a record's payload as JSON.
+func rawMessage(r *skipjack.Record[[]byte]) *skipjack.Record[json.RawMessage] {
+	return &skipjack.Record[json.RawMessage]{
+		ID: r.ID, State: r.State, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		Priority: r.Priority, RunAt: r.RunAt, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+		LeaseExpiresAt: r.LeaseExpiresAt, Worker: r.Worker, Rescues: r.Rescues, Errors: r.Errors,
+		Payload: json.RawMessage(r.Payload),
+	}
+}
+
+// maxErrorMessage caps one stored error message, so a handler returning a
+// huge error cannot bloat its row.
+const maxErrorMessage = 2048
+
+// capMessage shortens msg to at most maxErrorMessage bytes, on a rune
+// boundary.
+func capMessage(msg string) string {
+	if len(msg) <= maxErrorMessage {
+		return msg
+	}
+	cut := maxErrorMessage - len("…")
+	for cut > 0 && !utf8RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// decodeErrors decodes a row's error history; it is informative only, so a
+// malformed history reads as empty.
+func decodeErrors(b []byte) []skipjack.AttemptError {
+	if len(b) <= 2 { // "[]"
+		return nil
+	}
+	var out []skipjack.AttemptError
+	_ = json.Unmarshal(b, &out)
+	return out
+}
