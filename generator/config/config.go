@@ -31,6 +31,9 @@ type Config struct {
 	Types []Struct
 	// Queues are the declared queues, in file order.
 	Queues []Queue
+	// QueuesPos is where the queues key is written (or the top of the file
+	// when missing).
+	QueuesPos Pos
 }
 
 // Migrations is the migrations: section.
@@ -60,6 +63,10 @@ type Field struct {
 	GoName string
 	// Type is the parsed type expression.
 	Type *TypeExpr
+	// Deprecated marks a field kept for jobs already queued that producers
+	// should stop setting; it may be removed once the queue has drained
+	// (long form: key: {type: string, deprecated: true}).
+	Deprecated bool
 	// Pos is where the field's type is written.
 	Pos Pos
 }
@@ -124,7 +131,54 @@ type Queue struct {
 	Table []StorageParam
 	// Dropped marks a queue whose table the next migration drops.
 	Dropped bool
+	// Unique makes jobs with equal keys duplicates (nil: no unique key).
+	Unique *Unique
+	// Schedule are the queue's periodic jobs, in file order.
+	Schedule []Schedule
+	// MaxPayloadBytes caps the size of a job's encoded payload (0: no
+	// limit).
+	MaxPayloadBytes int
 	// Pos is where the queue's name is written.
+	Pos Pos
+}
+
+// Unique is a queue's unique: section. The database enforces it with a
+// unique index over the keys, partial on the states.
+type Unique struct {
+	// By are the payload field keys (YAML keys) that make up the unique
+	// key, in the order written; empty means the whole payload.
+	By []string
+	// States are the job states in which a job counts as a duplicate
+	// (default pending, running; always both of them, plus completed or
+	// failed for queues that retain those).
+	States []string
+	// Pos is where the unique key is written.
+	Pos Pos
+}
+
+// Schedule is one periodic job of a queue's schedule: list.
+type Schedule struct {
+	// Cron is the schedule as written: five cron fields ("0 6 * * 1"), a
+	// descriptor (@yearly, @annually, @monthly, @weekly, @daily,
+	// @midnight, @hourly) or "@every <duration>".
+	Cron string
+	// Every is the interval of an "@every <duration>" schedule (at least
+	// one second), and 0 for every other form. Its slots are whole
+	// multiples of Every since the Unix epoch.
+	Every time.Duration
+	// Timezone is the IANA time zone the cron fields are read in
+	// (default UTC).
+	Timezone string
+	// PayloadJSON is the payload of the jobs the schedule inserts, as a
+	// canonical JSON object: the keys written, in the payload's field
+	// order, encoded as encoding/json encodes the payload's Go types.
+	// Fields left out are absent (they decode to their zero value).
+	PayloadJSON string
+	// Missed is what happens to slots missed while no worker ran: "skip"
+	// (default: only the next slot runs) or "once" (one job for all the
+	// missed slots).
+	Missed string
+	// Pos is where the schedule's list item is written.
 	Pos Pos
 }
 

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +127,7 @@ func TestLoadContractExample(t *testing.T) {
 				Pos:          Pos{33, 3},
 			},
 		},
+		QueuesPos: Pos{12, 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(contract example):\n got %+v\nwant %+v", got, want)
@@ -539,26 +542,127 @@ func TestGoName(t *testing.T) {
 	}
 }
 
-func FuzzParse(f *testing.F) {
+// FuzzLoad loads arbitrary files, seeded with every golden input of the
+// repository and the examples of this package. Whatever the input, Load
+// must not panic, must return a config or errors, never both or neither,
+// and every error must be positioned "file:line:col: message" inside the
+// file; a config it accepts must hold valid schedule payloads and unique
+// keys that name payload fields.
+func FuzzLoad(f *testing.F) {
+	goldens, err := filepath.Glob("../../golden/*/skipjack.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	more, err := filepath.Glob("../../golden/*/*.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range append(goldens, more...) {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
 	f.Add(contractExample)
 	f.Add(head + "queues:\n  a: {payload: {x: \"map[string][]*Foo\"}}\n")
 	f.Add("a: &x [*x]\n")
+	f.Add(head + `types:
+  Address: {street: string, zip: "*string"}
+queues:
+  send_digest:
+    payload:
+      user_id: int64
+      week: {type: string, deprecated: true}
+      at: time.Time
+      ship_to: Address
+      raw: json.RawMessage
+    unique: {by: [user_id, week], states: [pending, running]}
+    max_payload_bytes: 1024
+    schedule:
+      - cron: "0 6 * * 1"
+        timezone: Europe/Berlin
+        payload: {user_id: 1, week: "w", at: 2024-01-02T15:04:05Z, ship_to: {zip: null}, raw: {a: [1]}}
+        missed: once
+      - cron: "@every 30s"
+`)
+	positioned := regexp.MustCompile(`^skipjack\.yaml:(\d+):(\d+): \S`)
+	// One file per fuzzing process, rewritten by every run (runs of one
+	// process are sequential).
+	path := filepath.Join(f.TempDir(), "skipjack.yaml")
 	f.Fuzz(func(t *testing.T, data string) {
-		cfg, err := Parse("skipjack.yaml", []byte(data))
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(path)
 		if err == nil {
 			if cfg == nil {
 				t.Fatal("no config and no error")
 			}
+			checkAccepted(t, cfg)
 			return
+		}
+		if cfg != nil {
+			t.Fatal("a config along with errors")
 		}
 		var errs Errors
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error is not a non-empty Errors: %v", err)
 		}
+		// YAML also breaks lines at \r, NEL, LS and PS; counting each (and
+		// \r\n twice) bounds the number of lines from above.
+		lines := 1
+		for _, r := range data {
+			switch r {
+			case '\n', '\r', '\u0085', '\u2028', '\u2029':
+				lines++
+			}
+		}
 		for _, e := range errs {
-			if e.Line < 1 || e.Col < 1 || strings.Contains(e.Msg, "yaml.Node") {
-				t.Errorf("bad error: %v", e)
+			e.File = "skipjack.yaml"
+			m := positioned.FindStringSubmatch(e.Error())
+			if m == nil || strings.Contains(e.Msg, "yaml.Node") || strings.Contains(e.Msg, "\n") {
+				t.Errorf("error not positioned as file:line:col: message: %q", e.Error())
+				continue
+			}
+			if e.Line > lines {
+				t.Errorf("error on line %d of a %d-line file: %v", e.Line, lines, e)
 			}
 		}
 	})
+}
+
+// checkAccepted checks invariants of a config that Load accepted.
+func checkAccepted(t *testing.T, cfg *Config) {
+	t.Helper()
+	for _, q := range cfg.Queues {
+		keys := map[string]bool{}
+		for _, f := range q.Payload {
+			if f.Type == nil {
+				t.Errorf("queue %s: field %s without a type", q.Name, f.Key)
+			}
+			keys[f.Key] = true
+		}
+		if q.Unique != nil {
+			for _, k := range q.Unique.By {
+				if !keys[k] {
+					t.Errorf("queue %s: unique key %q is not a payload field", q.Name, k)
+				}
+			}
+		}
+		for _, s := range q.Schedule {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(s.PayloadJSON), &obj); err != nil {
+				t.Errorf("queue %s: schedule payload %s is not a JSON object: %v", q.Name, s.PayloadJSON, err)
+			}
+			for k := range obj {
+				if !keys[k] {
+					t.Errorf("queue %s: schedule payload key %q is not a payload field", q.Name, k)
+				}
+			}
+			if s.Every != 0 && s.Every < MinEvery {
+				t.Errorf("queue %s: schedule every %s", q.Name, s.Every)
+			}
+		}
+	}
 }

@@ -219,3 +219,39 @@ func (w *walker) duration(e entry) (time.Duration, bool) {
 	}
 	return d, true
 }
+
+// item is one scalar of a list, with the node it is written at.
+type item struct {
+	value string
+	node  *yaml.Node
+}
+
+// stringList returns e's value as a list of strings such as [a, b],
+// reporting a value that is not a list and items that are not strings.
+func (w *walker) stringList(e entry, example string) ([]item, bool) {
+	n := e.value
+	if n == nil || n.Kind != yaml.SequenceNode {
+		at := n
+		if at == nil {
+			at = e.keyNode
+		}
+		w.errorf(at, "%s must be a list such as %s, not %s", e.key, example, describeOr(n))
+		return nil, false
+	}
+	var out []item
+	ok := true
+	for _, c := range n.Content {
+		c = deref(c)
+		if c == nil || c.Kind != yaml.ScalarNode || isNull(c) || c.ShortTag() != "!!str" {
+			at := c
+			if at == nil {
+				at = n
+			}
+			w.errorf(at, "%s must list strings, not %s", e.key, describeOr(c))
+			ok = false
+			continue
+		}
+		out = append(out, item{value: c.Value, node: c})
+	}
+	return out, ok
+}

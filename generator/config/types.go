@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -168,20 +169,53 @@ func (w *walker) fields(n *yaml.Node, what string, scope *typeScope) []Field {
 			continue
 		}
 		goNames[f.GoName] = p
-		if p.value.Kind != yaml.ScalarNode || isNull(p.value) || p.value.ShortTag() != "!!str" {
-			w.errorf(p.value, "type of field %q must be a string such as \"[]string\", not %s (quote types that start with [ or *)", p.key, describe(p.value))
+		typeNode := p.value
+		if p.value.Kind == yaml.MappingNode {
+			// The long form: key: {type: string, deprecated: true}.
+			s, _ := w.section(p.value, fmt.Sprintf("field %q", p.key), fieldKeys)
+			w.flag(s, "deprecated", &f.Deprecated)
+			t, ok := s["type"]
+			if !ok {
+				w.errorf(p.value, "field %q: missing required key \"type\"", p.key)
+				out = append(out, f) // known, so later checks do not call it unknown
+				continue
+			}
+			typeNode = t.value
+			f.Pos = pos(typeNode)
+		}
+		// Fields whose type is wrong are kept without a Type, so that
+		// checks that refer to fields by key do not report them again;
+		// the config is never returned when an error was reported.
+		if typeNode.Kind != yaml.ScalarNode || isNull(typeNode) || typeNode.ShortTag() != "!!str" {
+			w.errorf(typeNode, "type of field %q must be a string such as \"[]string\", not %s (quote types that start with [ or *)", p.key, describe(typeNode))
+			out = append(out, f)
 			continue
 		}
-		expr := strings.Join(strings.Fields(p.value.Value), "")
+		expr := strings.Join(strings.Fields(typeNode.Value), "")
 		t, msg := scope.parse(expr)
 		if msg != "" {
-			w.errorf(p.value, "%s", msg)
+			w.errorf(typeNode, "%s", msg)
+			out = append(out, f)
 			continue
 		}
 		f.Type = t
 		out = append(out, f)
 	}
 	return out
+}
+
+// fieldKeys are the keys of a field's long form.
+var fieldKeys = []string{"type", "deprecated"}
+
+// ParseType parses a field type expression as skipjack.yaml spells it
+// ("*time.Time", "map[string][]Address", "github.com/google/uuid.UUID"),
+// where shared are the names declared in types:.
+func ParseType(expr string, shared []string) (*TypeExpr, error) {
+	t, msg := newTypeScope(shared).parse(expr)
+	if msg != "" {
+		return nil, errors.New(msg)
+	}
+	return t, nil
 }
 
 // structNames walks types:. It reports invalid names and returns the valid

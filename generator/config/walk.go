@@ -34,7 +34,7 @@ var MigrationFormats = []string{"plain", "goose", "golang-migrate", "tern"}
 var (
 	topKeys        = []string{"version", "name", "out", "migrations", "schema", "types", "queues"}
 	migrationsKeys = []string{"dir", "format"}
-	queueKeys      = []string{"payload", "max_attempts", "backoff", "timeout", "lease", "priority", "notify", "retention", "table", "dropped"}
+	queueKeys      = []string{"payload", "max_attempts", "backoff", "timeout", "lease", "priority", "notify", "retention", "table", "dropped", "unique", "schedule", "max_payload_bytes"}
 	backoffKeys    = []string{"min", "max"}
 	retentionKeys  = []string{"completed", "failed"}
 )
@@ -104,10 +104,12 @@ func (w *walker) config(root *yaml.Node, cfg *Config) {
 	}
 	w.checkCycles(cfg.Types)
 
+	cfg.QueuesPos = pos(root)
 	if e, ok := top["queues"]; !ok {
 		w.errorAt(pos(root), `missing required key "queues" (declare at least one queue)`)
 	} else {
-		cfg.Queues = w.queues(e, scope)
+		cfg.QueuesPos = pos(e.keyNode)
+		cfg.Queues = w.queues(e, scope, cfg.Types)
 	}
 }
 
@@ -159,7 +161,8 @@ func (w *walker) migrations(n *yaml.Node, m *Migrations) {
 }
 
 // queues walks the queues: section.
-func (w *walker) queues(e entry, scope *typeScope) []Queue {
+// types are the shared structs, for checking schedule payloads.
+func (w *walker) queues(e entry, scope *typeScope, types []Struct) []Queue {
 	ps, ok := w.pairs(e.value, "queues", "queue")
 	if ok && len(ps) == 0 {
 		w.errorf(e.keyNode, "queues must declare at least one queue")
@@ -167,7 +170,7 @@ func (w *walker) queues(e entry, scope *typeScope) []Queue {
 	var out []Queue
 	packages := make(map[string]entry)
 	for _, p := range ps {
-		q := w.queue(p, scope)
+		q := w.queue(p, scope, types)
 		if !queueName.MatchString(p.key) {
 			w.errorf(p.keyNode, "invalid queue name %q: use lowercase letters, digits and underscores, starting with a letter, at most 40 bytes", p.key)
 			continue
@@ -191,7 +194,7 @@ func (w *walker) queues(e entry, scope *typeScope) []Queue {
 }
 
 // queue walks one queue's settings, applying defaults.
-func (w *walker) queue(p entry, scope *typeScope) Queue {
+func (w *walker) queue(p entry, scope *typeScope, types []Struct) Queue {
 	q := Queue{
 		Name:         p.key,
 		Package:      strings.ReplaceAll(p.key, "_", ""),
@@ -252,6 +255,22 @@ func (w *walker) queue(p entry, scope *typeScope) Queue {
 	}
 	if e, ok := s["table"]; ok {
 		q.Table = w.table(e.value)
+	}
+	if e, ok := s["max_payload_bytes"]; ok {
+		if n, ok := w.integer(e); ok {
+			if n < 1 {
+				w.errorf(e.value, "max_payload_bytes must be greater than 0 (leave it out for no limit)")
+			} else {
+				q.MaxPayloadBytes = n
+			}
+		}
+	}
+	// unique and schedule refer to the payload and the retention above.
+	if e, ok := s["unique"]; ok {
+		q.Unique = w.unique(e, &q)
+	}
+	if e, ok := s["schedule"]; ok {
+		q.Schedule = w.schedules(e, &q, types)
 	}
 	return q
 }
