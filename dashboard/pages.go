@@ -335,7 +335,7 @@ func (h *Handler) getJob(ctx context.Context, w http.ResponseWriter, r *http.Req
 func timings(rec *skipjack.Record[json.RawMessage], now time.Time) []timing {
 	var ts []timing
 	if rec.RunAt.After(rec.CreatedAt) {
-		ts = append(ts, timing{"Delay from enqueue to run at", formatDuration(rec.RunAt.Sub(rec.CreatedAt))})
+		ts = append(ts, timing{"Created to run at", formatDuration(rec.RunAt.Sub(rec.CreatedAt))})
 	}
 	switch {
 	case rec.FinishedAt != nil:

@@ -1,0 +1,432 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
+
+	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs"
+	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/resizeimage"
+	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/sendemail"
+)
+
+func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
+
+// quiet is a logger for workers that the tests make fail on purpose.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testWorker is the worker id the tests' workers record on their jobs.
+const testWorker = "dashboard-test-worker"
+
+// newDB returns a pool on a fresh database with the test queues migrated.
+func newDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := skipjacktest.NewPool(t)
+	if err := testjobs.Migrate(t.Context(), pool); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return pool
+}
+
+// admins returns the admin views of both test queues on db.
+func admins(db skipjack.DBTX) []skipjack.QueueAdmin {
+	return []skipjack.QueueAdmin{sendemail.Admin(db), resizeimage.Admin(db)}
+}
+
+// waitFor polls cond until it holds, failing the test after 30s.
+func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting until %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runWorker runs run (a worker's Run) until stop is called; stop returns
+// after Run has.
+func runWorker(t *testing.T, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// workerConfig is a worker that polls often, so retries run soon.
+var workerConfig = skipjack.WorkerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, Logger: quiet, WorkerID: testWorker}
+
+// seeded is a database with jobs in every state the pages show.
+type seeded struct {
+	pool      *pgxpool.Pool
+	failed    int64   // send_email, failed after 2 attempts
+	pending   []int64 // send_email, due
+	scheduled int64   // send_email, in an hour
+	completed int64   // resize_image, completed and retained
+	ranked    int64   // resize_image, pending with priority 3
+}
+
+// seed fills a fresh database: a send_email job that a worker failed twice
+// ("smtp: 550 mailbox unavailable"), two pending and one scheduled
+// send_email jobs, one completed and one pending resize_image job.
+func seed(t *testing.T) seeded {
+	t.Helper()
+	ctx := t.Context()
+	s := seeded{pool: newDB(t)}
+	var err error
+	s.failed, err = sendemail.Enqueue(ctx, s.pool, sendemail.Payload{To: "ada@example.com", Subject: "Your order", Tags: []string{"order", "eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, sendemail.NewWorker(s.pool, func(context.Context, *sendemail.Job) error {
+		return errors.New("smtp: 550 mailbox unavailable")
+	}, workerConfig).Run)
+	waitFor(t, "the send_email job has failed", func() (bool, error) {
+		rec, err := sendemail.Get(ctx, s.pool, s.failed)
+		return err == nil && rec.State == skipjack.StateFailed, err
+	})
+	stop()
+
+	s.completed, err = resizeimage.Enqueue(ctx, s.pool, resizeimage.Payload{ImageID: 7, Width: 640})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = runWorker(t, resizeimage.NewWorker(s.pool, func(context.Context, *resizeimage.Job) error { return nil }, workerConfig).Run)
+	waitFor(t, "the resize_image job has completed", func() (bool, error) {
+		rec, err := resizeimage.Get(ctx, s.pool, s.completed)
+		return err == nil && rec.State == skipjack.StateCompleted, err
+	})
+	stop()
+
+	for i := range 2 {
+		id, err := sendemail.Enqueue(ctx, s.pool, sendemail.Payload{To: "bob" + strconv.Itoa(i) + "@example.com", Subject: "Hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.pending = append(s.pending, id)
+	}
+	if s.scheduled, err = sendemail.Enqueue(ctx, s.pool, sendemail.Payload{To: "cy@example.com"}, skipjack.Delay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if s.ranked, err = resizeimage.Enqueue(ctx, s.pool, resizeimage.Payload{ImageID: 8, Width: 320}, skipjack.Priority(3)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// overviewCell returns the text of an overview table cell.
+func overviewCell(body, queue, col string) string {
+	row := regexp.MustCompile(`(?s)<tr data-queue="` + regexp.QuoteMeta(queue) + `">(.*?)</tr>`).FindStringSubmatch(body)
+	if row == nil {
+		return "(no row)"
+	}
+	cell := regexp.MustCompile(`data-col="` + regexp.QuoteMeta(col) + `">(?:<a [^>]*>)?([^<]*)`).FindStringSubmatch(row[1])
+	if cell == nil {
+		return "(no cell)"
+	}
+	return cell[1]
+}
+
+// TestPostgresOverview checks every figure of the overview against jobs
+// that real workers ran on a real database.
+func TestPostgresOverview(t *testing.T) {
+	t.Parallel()
+	s := seed(t)
+	h, err := New(Config{Queues: admins(s.pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, body := do(t, h, httptest.NewRequest("GET", "/", nil))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d:\n%s", res.StatusCode, body)
+	}
+	tests := []struct{ queue, col, want string }{
+		{"send_email", "pending", "2"},
+		{"send_email", "scheduled", "1"},
+		{"send_email", "running", "0"},
+		{"send_email", "completed", "0"},
+		{"send_email", "failed", "1"},
+		{"send_email", "completed-1h", "0"},
+		{"send_email", "failed-1h", "1"},
+		{"resize_image", "pending", "1"},
+		{"resize_image", "completed", "1"},
+		{"resize_image", "failed", "0"},
+		{"resize_image", "completed-1h", "1"},
+	}
+	for _, tt := range tests {
+		if got := overviewCell(body, tt.queue, tt.col); got != tt.want {
+			t.Errorf("%s %s = %q, want %q", tt.queue, tt.col, got, tt.want)
+		}
+	}
+	if got := overviewCell(body, "send_email", "oldest"); got == "–" || got == "(no cell)" {
+		t.Errorf("send_email oldest pending = %q, want an age", got)
+	}
+}
+
+// TestPostgresPages checks the queue and job pages over real records.
+func TestPostgresPages(t *testing.T) {
+	t.Parallel()
+	s := seed(t)
+	h, err := New(Config{Queues: admins(s.pool), Actions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(q string, id int64) string { return "/queues/" + q + "/jobs/" + strconv.FormatInt(id, 10) }
+	row := func(id int64) string { return `<tr data-job="` + strconv.FormatInt(id, 10) + `">` }
+	tests := []struct {
+		target  string
+		status  int
+		want    []string
+		notWant []string
+	}{
+		{"/queues/send_email?state=failed", 200, []string{row(s.failed), "smtp: 550 mailbox unavailable", "2/2"}, []string{row(s.pending[0])}},
+		{"/queues/send_email?state=pending", 200, []string{row(s.pending[0]), row(s.pending[1]), row(s.scheduled), "state-scheduled"}, []string{row(s.failed)}},
+		{"/queues/send_email", 200, []string{row(s.failed), row(s.pending[1]), row(s.scheduled)}, nil},
+		{"/queues/resize_image?state=completed", 200, []string{row(s.completed)}, []string{row(s.ranked)}},
+		{"/queues/send_email?id=" + strconv.FormatInt(s.completed+1000, 10), 404, []string{"has no job"}, nil},
+		{job("send_email", s.failed), 200, []string{
+			`<span id="job-state" class="state state-failed">failed</span>`, "2 of 2",
+			"smtp: 550 mailbox unavailable", "<code>" + testWorker + "</code>",
+			// Pretty-printed (jsonb keeps its own key order).
+			"{\n  &#34;", "\n  &#34;to&#34;: &#34;ada@example.com&#34;", "\n  &#34;tags&#34;: [\n    &#34;order&#34;,\n    &#34;eu&#34;\n  ]",
+			"Enqueue to finish", "/retry\"",
+		}, []string{"/cancel\""}},
+		{job("send_email", s.scheduled), 200, []string{"state-scheduled", "Runs in", "/retry\"", "/cancel\""}, nil},
+		{job("resize_image", s.ranked), 200, []string{"<dt>Priority</dt><dd>3</dd>", "No attempt of this job has failed."}, []string{"/retry\""}},
+		{job("resize_image", s.failed+1000), 404, []string{"has no job"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			t.Parallel()
+			res, body := do(t, h, httptest.NewRequest("GET", tt.target, nil))
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d:\n%s", res.StatusCode, tt.status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %q:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(body, w) {
+					t.Errorf("body has %q", w)
+				}
+			}
+		})
+	}
+}
+
+// confirmAndPost does what a browser does for an action: GET the
+// confirmation page, then POST its form same-origin.
+func confirmAndPost(t *testing.T, h http.Handler, target string) *http.Response {
+	t.Helper()
+	token := confirmToken(t, h, target)
+	res, body := do(t, h, post(target, token, nil))
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST %s: status %d:\n%s", target, res.StatusCode, body)
+	}
+	return res
+}
+
+// TestPostgresActions retries and cancels real jobs through the handler and
+// reads the outcome back from the database.
+func TestPostgresActions(t *testing.T) {
+	t.Parallel()
+	s := seed(t)
+	h, err := New(Config{Queues: admins(s.pool), Actions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		id      int64
+		action  string
+		state   string
+		changed string
+	}{
+		{"retry failed", s.failed, "retry", skipjack.StatePending, "1"},
+		{"retry scheduled", s.scheduled, "retry", skipjack.StatePending, "1"},
+		{"cancel pending", s.pending[0], "cancel", skipjack.StateFailed, "1"},
+		{"retry pending changes nothing", s.pending[1], "retry", skipjack.StatePending, "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			target := "/queues/send_email/jobs/" + strconv.FormatInt(tt.id, 10) + "/" + tt.action
+			res := confirmAndPost(t, h, target)
+			if loc := res.Header.Get("Location"); !strings.HasSuffix(loc, "?done="+tt.action+"&changed="+tt.changed) {
+				t.Errorf("Location %q, want changed=%s", loc, tt.changed)
+			}
+			rec, err := sendemail.Get(t.Context(), s.pool, tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.State != tt.state {
+				t.Errorf("job %d is %s, want %s", tt.id, rec.State, tt.state)
+			}
+			if tt.state == skipjack.StatePending && rec.RunAt.After(time.Now().Add(time.Minute)) {
+				t.Errorf("job %d runs at %v, want now", tt.id, rec.RunAt)
+			}
+		})
+	}
+}
+
+// countingAdmin records the ListParams of every List call of a queue.
+type countingAdmin struct {
+	skipjack.QueueAdmin
+	mu    sync.Mutex
+	lists []skipjack.ListParams
+}
+
+func (c *countingAdmin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[json.RawMessage], error) {
+	c.mu.Lock()
+	c.lists = append(c.lists, p)
+	c.mu.Unlock()
+	return c.QueueAdmin.List(ctx, p)
+}
+
+// TestPostgresKeysetPagination follows a queue's next-page links over 130
+// real jobs: every job appears exactly once, in id order, and every List
+// call is bounded.
+func TestPostgresKeysetPagination(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	ps := make([]sendemail.Payload, 130)
+	for i := range ps {
+		ps[i] = sendemail.Payload{To: "x" + strconv.Itoa(i) + "@example.com"}
+	}
+	if n, err := sendemail.EnqueueMany(t.Context(), pool, ps); err != nil || n != 130 {
+		t.Fatalf("EnqueueMany: %d, %v", n, err)
+	}
+	counted := &countingAdmin{QueueAdmin: sendemail.Admin(pool)}
+	h, err := New(Config{Queues: []skipjack.QueueAdmin{counted}, PageSize: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idRE := regexp.MustCompile(`<tr data-job="(\d+)">`)
+	nextRE := regexp.MustCompile(`href="\.\./(queues/send_email\?[^"]*)" rel="next"`)
+	var ids []int64
+	target, pages := "/queues/send_email?state=pending", 0
+	for target != "" {
+		pages++
+		res, body := do(t, h, httptest.NewRequest("GET", target, nil))
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", target, res.StatusCode)
+		}
+		for _, m := range idRE.FindAllStringSubmatch(body, -1) {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			ids = append(ids, id)
+		}
+		target = ""
+		if m := nextRE.FindStringSubmatch(body); m != nil {
+			target = "/" + strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	if pages != 3 || len(ids) != 130 {
+		t.Fatalf("%d pages with %d jobs, want 3 pages with 130", pages, len(ids))
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("ids out of order or repeated at %d: %v", i, ids[i-1:i+1])
+		}
+	}
+	for _, p := range counted.lists {
+		if p.Limit < 1 || p.Limit > 1000 {
+			t.Errorf("List called with Limit %d", p.Limit)
+		}
+	}
+}
+
+// TestPostgresReadOnlyRole sets up the read-only role as the package
+// documentation says and checks that the dashboard reads every page with
+// it, and that an action fails in the database rather than changing a job.
+func TestPostgresReadOnlyRole(t *testing.T) {
+	t.Parallel()
+	s := seed(t)
+	ctx := t.Context()
+	role := "skipjack_dashboard_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, stmt := range []string{
+		`CREATE ROLE ` + role + ` LOGIN PASSWORD 'ro'`,
+		`ALTER ROLE ` + role + ` SET default_transaction_read_only = on`,
+		`GRANT USAGE ON SCHEMA skipjack TO ` + role,
+		`GRANT SELECT ON ALL TABLES IN SCHEMA skipjack TO ` + role,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA skipjack GRANT SELECT ON TABLES TO ` + role,
+	} {
+		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	cfg := s.pool.Config().ConnConfig.Copy()
+	roCfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roCfg.ConnConfig = cfg
+	roCfg.ConnConfig.User, roCfg.ConnConfig.Password = role, "ro"
+	ro, err := pgxpool.NewWithConfig(ctx, roCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ro.Close()
+		bg := context.Background()
+		for _, stmt := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+			if _, err := s.pool.Exec(bg, stmt); err != nil {
+				t.Errorf("%s: %v", stmt, err)
+			}
+		}
+	})
+
+	h, err := New(Config{Queues: admins(ro), Actions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := "/queues/send_email/jobs/" + strconv.FormatInt(s.failed, 10)
+	for _, target := range []string{"/", "/queues/send_email", "/queues/resize_image?state=completed", failed, failed + "/retry"} {
+		if res, body := do(t, h, httptest.NewRequest("GET", target, nil)); res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s as the read-only role: %d:\n%s", target, res.StatusCode, body)
+		}
+	}
+	token := confirmToken(t, h, failed+"/retry")
+	res, body := do(t, h, post(failed+"/retry", token, nil))
+	if res.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "read-only") && !strings.Contains(body, "permission denied") {
+		t.Errorf("retry as the read-only role: %d:\n%s", res.StatusCode, body)
+	}
+	if rec, err := sendemail.Get(ctx, s.pool, s.failed); err != nil || rec.State != skipjack.StateFailed {
+		t.Errorf("after a refused retry the job is %v (%v), want failed", rec, err)
+	}
+}
