@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 export GOWORK=off
 staticcheck_version=v0.8.2
-modules=(. runtime examples/shop bench)
+modules=(. runtime examples/shop bench dashboard)
 
 step() { printf '\n=== %s\n' "$*"; }
 
@@ -33,11 +33,14 @@ for ex in examples/*/; do
 	(cd "$ex" && go test -race -count=1 ./...)
 done
 
+step "test: dashboard (-race; the browser test drives headless Chromium)"
+(cd dashboard && go test -race -count=1 ./...)
+
 step "skipjack check over every committed generated tree"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/skipjack" ./cmd/skipjack
-for cfg in examples/*/skipjack.yaml bench/skipjack.yaml runtime/internal/testqueue/skipjack.yaml; do
+for cfg in examples/*/skipjack.yaml bench/skipjack.yaml runtime/internal/testqueue/skipjack.yaml dashboard/internal/testjobs/skipjack.yaml; do
 	if [ -f "$cfg" ]; then "$bin/skipjack" check -f "$cfg"; fi
 done
 
