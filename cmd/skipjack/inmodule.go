@@ -1,141 +1,131 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"go/format"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
-	"text/template"
+	"syscall"
 
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/templates"
 )
 
-// runInModule runs migrate or stats through the user's own generated code:
-// it writes a tiny main package into a hidden folder under out, runs it with
-// `go run` in the config's module and removes it. So `skipjack migrate`
-// runs exactly the Migrate that the application links, with the runtime
-// version the application's go.mod selects.
-func runInModule(cmd, file, dbURL string, asJSON bool, e env) error {
+// programRequest is what the CLI asks of the temporary program (see
+// templates/runmain.go.tmpl), passed as JSON in its only argument.
+type programRequest struct {
+	Command string `json:"command"`
+}
+
+// runInModule runs req through the user's own generated code and returns
+// the program's JSON result: it renders the temporary main package into a
+// hidden folder under out, builds it in the config's module (so with the
+// runtime version the application's go.mod selects), deletes the folder,
+// and runs the binary against dbURL. So `skipjack migrate` applies exactly
+// the migrations that the application embeds.
+func runInModule(req programRequest, file, dbURL string, e env) ([]byte, *config.Config, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	cfg, out, err := load(file, e)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	if err := requireRuntime(cfg.Dir); err != nil {
+		return nil, nil, err
 	}
 	problems, err := generator.Check(cfg.Dir, out)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("generated code is out of date (%s: %s); run skipjack generate first", problems[0].Path, problems[0].Kind)
+		return nil, nil, fmt.Errorf("generated code is out of date (%s: %s); run skipjack generate -f %s first", displayPath(cfg, problems[0].Path), problems[0].Kind, file)
 	}
-	src, err := programSource(cmd, cfg, out, asJSON)
+	src, err := programSource(cfg, out)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	bin, err := os.MkdirTemp("", "skipjack-run-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("build the %s program: %w", req.Command, err)
+	}
+	defer os.RemoveAll(bin)
+	exe := filepath.Join(bin, "skipjack-run")
+	if err := buildProgram(ctx, cfg.Dir, filepath.Join(cfg.Dir, filepath.FromSlash(out.Out)), src, exe); err != nil {
+		return nil, nil, err
+	}
+	arg, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode %s request: %w", req.Command, err)
+	}
+	var stdout, stderr bytes.Buffer
+	c := exec.CommandContext(ctx, exe, string(arg))
+	c.Env = append(os.Environ(), "SKIPJACK_DATABASE_URL="+dbURL)
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, nil, errors.New(msg)
+		}
+		return nil, nil, fmt.Errorf("run the %s program: %w", req.Command, err)
+	}
+	return stdout.Bytes(), cfg, nil
+}
+
+// buildProgram writes src as main.go of a hidden folder under outDir,
+// builds it from the module at moduleDir into exe and deletes the folder.
+// The folder's name starts with a dot, so `go build ./...` and
+// `go vet ./...` in the module never see it.
+func buildProgram(ctx context.Context, moduleDir, outDir string, src []byte, exe string) error {
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	dir := filepath.Join(cfg.Dir, filepath.FromSlash(out.Out), ".skipjack-"+cmd+"-"+hex.EncodeToString(suffix[:]))
+	dir := filepath.Join(outDir, ".skipjack-run-"+hex.EncodeToString(suffix[:]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("write the temporary program: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
-		return err
+		return fmt.Errorf("write the temporary program: %w", err)
 	}
-	rel, err := filepath.Rel(cfg.Dir, dir)
+	rel, err := filepath.Rel(moduleDir, dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("write the temporary program: %w", err)
 	}
-	c := exec.Command("go", "run", "./"+filepath.ToSlash(rel))
-	c.Dir = cfg.Dir
-	c.Env = append(os.Environ(), "SKIPJACK_DATABASE_URL="+dbURL)
-	c.Stdout, c.Stderr = e.stdout, e.stderr
-	if err := c.Run(); err != nil {
-		return fmt.Errorf("%s failed: %w", cmd, err)
+	c := exec.CommandContext(ctx, "go", "build", "-o", exe, "./"+filepath.ToSlash(rel))
+	c.Dir = moduleDir
+	if msg, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the generated code with a temporary main (go build in %s): %w\n%s", moduleDir, err, bytes.TrimSpace(msg))
 	}
 	return nil
 }
 
-type programQueue struct{ Name, Package, Import string }
-
-var programTmpl = template.Must(template.New("program").Parse(`// Command {{.Cmd}} is a temporary program written by skipjack {{.Cmd}}.
-package main
-
-import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-{{- if eq .Cmd "migrate"}}
-	shared "{{.Import}}"
-{{- else}}
-	skipjack "github.com/skipjack-dev/skipjack/runtime"
-{{- range $i, $q := .Queues}}
-	q{{$i}} "{{$q.Import}}"
-{{- end}}
-{{- end}}
-)
-
-func main() {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("SKIPJACK_DATABASE_URL"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "skipjack {{.Cmd}}:", err)
-		os.Exit(1)
-	}
-	defer pool.Close()
-{{- if eq .Cmd "migrate"}}
-	if err := shared.Migrate(ctx, pool); err != nil {
-		fmt.Fprintln(os.Stderr, "skipjack migrate:", err)
-		os.Exit(1)
-	}
-	fmt.Println("skipjack migrate: {{.Config}} is up to date")
-	_ = json.Marshal
-{{- else}}
-	type row struct {
-		Queue string ` + "`json:\"queue\"`" + `
-		skipjack.Stats
-	}
-	var rows []row
-{{- range $i, $q := .Queues}}
-	if s, err := q{{$i}}.Stats(ctx, pool); err != nil {
-		fmt.Fprintln(os.Stderr, "skipjack stats: {{$q.Name}}:", err)
-		os.Exit(1)
-	} else {
-		rows = append(rows, row{Queue: "{{$q.Name}}", Stats: s})
-	}
-{{- end}}
-{{- if .JSON}}
-	out, _ := json.MarshalIndent(rows, "", "  ")
-	fmt.Println(string(out))
-{{- else}}
-	fmt.Printf("%-40s %10s %10s %10s %10s %10s %14s\n", "QUEUE", "PENDING", "SCHEDULED", "RUNNING", "COMPLETED", "FAILED", "OLDEST")
-	for _, r := range rows {
-		fmt.Printf("%-40s %10d %10d %10d %10d %10d %14v\n", r.Queue, r.Pending, r.Scheduled, r.Running, r.Completed, r.Failed, r.OldestPending)
-	}
-	_ = json.Marshal
-{{- end}}
-{{- end}}
-}
-`))
-
-func programSource(cmd string, cfg *config.Config, out *generator.Output, asJSON bool) ([]byte, error) {
-	data := struct {
-		Cmd, Import, Config string
-		JSON                bool
-		Queues              []programQueue
-	}{Cmd: cmd, Import: out.Import, Config: cfg.Name, JSON: asJSON}
+// programSource renders the temporary program of cfg. The program imports
+// the shared generated package as "shared" and each queue package as "q" +
+// its name, which collides with neither that nor the program's other
+// imports, whatever the queues are called.
+func programSource(cfg *config.Config, out *generator.Output) ([]byte, error) {
+	m := templates.RunMainFile{Config: cfg.Name, Shared: out.Import}
 	for _, q := range cfg.LiveQueues() {
-		data.Queues = append(data.Queues, programQueue{Name: q.Name, Package: q.Package, Import: out.Import + "/" + q.Package})
+		m.Queues = append(m.Queues, templates.RunMainQueue{
+			Name:   q.Name,
+			Import: templates.Import{Name: "q" + q.Package, Path: out.Import + "/" + q.Package},
+		})
 	}
-	var b strings.Builder
-	if err := programTmpl.Execute(&b, data); err != nil {
-		return nil, fmt.Errorf("render %s program: %w", cmd, err)
+	src, err := templates.Execute(templates.RunMain, m)
+	if err != nil {
+		return nil, err
 	}
-	return []byte(b.String()), nil
+	formatted, err := format.Source(src)
+	if err != nil {
+		return nil, fmt.Errorf("format the temporary program: %w\n%s", err, src)
+	}
+	return formatted, nil
 }

@@ -59,12 +59,12 @@ var commands = []command{
 	{
 		name: "migrate", synopsis: "[-f skipjack.yaml] [--database-url URL]",
 		summary: "apply pending migrations to a database", database: true,
-		run: func(o options, e env) error { return runInModule("migrate", o.file, o.dbURL, false, e) },
+		run: migrate,
 	},
 	{
 		name: "stats", synopsis: "[-f skipjack.yaml] [--database-url URL] [--json]",
 		summary: "print per-queue job counts", database: true, json: true,
-		run: func(o options, e env) error { return runInModule("stats", o.file, o.dbURL, o.asJSON, e) },
+		run: stats,
 	},
 }
 
@@ -188,6 +188,10 @@ func generate(file string, e env) error {
 	}
 	if err != nil {
 		return err
+	}
+	if err := requireRuntime(cfg.Dir); err != nil {
+		// The files are written; they just do not build yet.
+		fmt.Fprintf(e.stderr, "skipjack generate: note: %v\n", err)
 	}
 	fmt.Fprintf(e.stdout, "skipjack: %s, %s up to date (%d changed) in %v\n",
 		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "file"), len(touched), time.Since(start).Round(time.Millisecond))
