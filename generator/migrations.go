@@ -157,7 +157,7 @@ func diffState(cfg *config.Config, last *state) (up, down, name string, err erro
 		if q, ok := declared[t.Name]; ok && !q.Dropped {
 			continue
 		} else if !ok {
-			diags.addf(config.Pos{Line: 1, Col: 1}, "queue %s has a table created by an earlier migration but is no longer declared; declare it with dropped: true to drop its table", t.Name)
+			diags.addf(cfg.QueuesPos, "queue %s has a table created by an earlier migration but is no longer declared; declare it with dropped: true to drop its table", t.Name)
 			continue
 		}
 		ddl, err := schema.Create(t)
@@ -247,8 +247,10 @@ func upSection(body, format string) string {
 		body = strings.TrimPrefix(body, gooseUp+"\n"+gooseBegin+"\n")
 		body, _, _ = strings.Cut(body, gooseEnd+"\n\n"+gooseDown)
 	case formatTern:
+		// planMigrations writes up + "\n" + ternSeparator: cutting at the
+		// first "\n"+ternSeparator gives up back byte for byte, so the
+		// migrate.go of the next run equals the one written with the file.
 		body, _, _ = strings.Cut(body, "\n"+ternSeparator)
-		body += "\n"
 	}
 	return body
 }
