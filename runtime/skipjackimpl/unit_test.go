@@ -1,0 +1,136 @@
+package skipjackimpl
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// TestRetryDelayBounds checks the backoff of every attempt against its
+// window: the upper half of min*2^(attempt-1), capped at max, never below
+// min. A retryDelay that always returned the minimum fails from attempt 2.
+func TestRetryDelayBounds(t *testing.T) {
+	t.Parallel()
+	const minD, maxD = 100 * time.Millisecond, 10 * time.Second
+	for attempt := 1; attempt <= 12; attempt++ {
+		exp := minD << (attempt - 1)
+		if exp > maxD || exp <= 0 {
+			exp = maxD
+		}
+		lo, hi := max(exp/2, minD), exp
+		for range 200 {
+			d := retryDelay(attempt, minD, maxD)
+			if d < lo || d > hi {
+				t.Fatalf("retryDelay(%d) = %v, want within [%v, %v]", attempt, d, lo, hi)
+			}
+		}
+	}
+}
+
+// TestCapMessage checks that stored error messages are capped at 2 KB on a
+// rune boundary and short ones are kept whole.
+func TestCapMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"short", "boom"},
+		{"exactly the cap", strings.Repeat("x", maxErrorMessage)},
+		{"ascii over the cap", strings.Repeat("x", 10*maxErrorMessage)},
+		{"multibyte over the cap", strings.Repeat("é", maxErrorMessage)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := capMessage(tc.in)
+			if len(tc.in) <= maxErrorMessage {
+				if got != tc.in {
+					t.Errorf("capMessage changed a message within the cap")
+				}
+				return
+			}
+			if len(got) > maxErrorMessage || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+				t.Errorf("capMessage = %d bytes (valid UTF-8: %v), want at most %d, valid, ending in …", len(got), utf8.ValidString(got), maxErrorMessage)
+			}
+		})
+	}
+}
+
+// TestEverySlots checks that "@every d" slots are whole multiples of d since
+// the Unix epoch, the same in every process whatever its clock reads.
+func TestEverySlots(t *testing.T) {
+	t.Parallel()
+	s := EverySchedule(0, 7*time.Second, "{}", "skip")
+	for _, at := range []time.Time{time.Unix(1_700_000_003, 5), time.Unix(1_700_000_006, 999_999_999), time.Unix(-20, 0)} {
+		latest, next := s.latest(at), s.after(at)
+		if latest.UnixNano()%int64(7*time.Second) != 0 || next.UnixNano()%int64(7*time.Second) != 0 {
+			t.Errorf("slots around %v: latest %v, next %v; want multiples of 7s since the epoch", at, latest, next)
+		}
+		if latest.After(at) || !next.After(at) || next.Sub(latest) != 7*time.Second {
+			t.Errorf("slots around %v: latest %v, next %v; want latest <= t < next, 7s apart", at, latest, next)
+		}
+	}
+}
+
+// TestCronLatest checks that the latest cron slot at or before t is found
+// by walking Next, here with an hourly schedule written with the standard
+// library.
+func TestCronLatest(t *testing.T) {
+	t.Parallel()
+	hourly := func(t time.Time) time.Time { return t.Truncate(time.Hour).Add(time.Hour) }
+	s := Schedule{Next: hourly}
+	at := time.Date(2026, 3, 29, 2, 30, 0, 0, time.UTC)
+	if got, want := s.latest(at), time.Date(2026, 3, 29, 2, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("latest(%v) = %v, want %v", at, got, want)
+	}
+	if got, want := s.after(at), time.Date(2026, 3, 29, 3, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("after(%v) = %v, want %v", at, got, want)
+	}
+}
+
+// TestEnqueueOptions checks option validation per queue.
+func TestEnqueueOptions(t *testing.T) {
+	t.Parallel()
+	plain := &Queue[struct{}]{spec: QueueSpec{Name: "plain"}}
+	ranked := &Queue[struct{}]{spec: QueueSpec{Name: "ranked", Priority: true}}
+	tests := []struct {
+		name    string
+		q       *Queue[struct{}]
+		opts    []skipjack.EnqueueOption
+		wantErr string
+	}{
+		{"no options", plain, nil, ""},
+		{"priority on a plain queue", plain, []skipjack.EnqueueOption{skipjack.Priority(1)}, "not declared with priority"},
+		{"priority in range", ranked, []skipjack.EnqueueOption{skipjack.Priority(9)}, ""},
+		{"priority out of range", ranked, []skipjack.EnqueueOption{skipjack.Priority(10)}, "outside 0..9"},
+		{"negative delay", plain, []skipjack.EnqueueOption{skipjack.Delay(-time.Second)}, "negative delay"},
+		{"nil option", plain, []skipjack.EnqueueOption{nil}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := tc.q.enqueueOptions(tc.opts)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("enqueueOptions = %v, want error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestMaxPayloadBytes checks that a payload over max_payload_bytes is
+// refused before any statement runs.
+func TestMaxPayloadBytes(t *testing.T) {
+	t.Parallel()
+	type payload struct{ S string }
+	q := &Queue[payload]{spec: QueueSpec{Name: "small", MaxPayloadBytes: 16}}
+	if _, err := q.encode(&payload{S: "ok"}); err != nil {
+		t.Errorf("encode of a small payload: %v", err)
+	}
+	if _, err := q.encode(&payload{S: strings.Repeat("x", 32)}); err == nil || !strings.Contains(err.Error(), "max_payload_bytes") {
+		t.Errorf("encode of a large payload = %v, want a max_payload_bytes error", err)
+	}
+}
