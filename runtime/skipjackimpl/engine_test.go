@@ -1,0 +1,259 @@
+package skipjackimpl
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// fakeStore is an in-memory queue table behind the queries interface, so
+// the worker's bookkeeping can be tested without a database: the backlog
+// limit, re-queued flushes and dropped results of lost leases.
+type fakeStore struct {
+	mu        sync.Mutex
+	pending   []int64
+	claims    int // jobs handed out by Claim
+	completes [][]int64
+	resolves  []Resolution
+
+	failCompletes int           // Complete fails this many times first
+	block         chan struct{} // when non-nil, Complete waits for it to close
+	completeCall  chan struct{} // signalled on every Complete call
+	lostIDs       map[int64]bool
+}
+
+func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := min(limit, len(f.pending))
+	rows := make([]ClaimedRow, n)
+	for i, id := range f.pending[:n] {
+		rows[i] = ClaimedRow{ID: id, Attempt: 1, Claim: 1, MaxAttempts: 3, Payload: []byte(`{}`), Errors: []byte(`[]`)}
+	}
+	f.pending = f.pending[n:]
+	f.claims += n
+	return rows, nil
+}
+
+func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32) ([]int64, error) {
+	if f.completeCall != nil {
+		select {
+		case f.completeCall <- struct{}{}:
+		default:
+		}
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failCompletes > 0 {
+		f.failCompletes--
+		return nil, errors.New("connection reset")
+	}
+	f.completes = append(f.completes, slices.Clone(ids))
+	return ids, nil
+}
+
+func (f *fakeStore) Resolve(_ context.Context, rs []Resolution) ([]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resolves = append(f.resolves, rs...)
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
+
+func (f *fakeStore) Heartbeat(_ context.Context, ids []int64, _ []int32, _ time.Duration) ([]int64, []int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var alive []int64
+	for _, id := range ids {
+		if !f.lostIDs[id] {
+			alive = append(alive, id)
+		}
+	}
+	return alive, nil, nil
+}
+
+func (f *fakeStore) Release(context.Context, []int64, []int32) (int64, error) { return 0, nil }
+func (f *fakeStore) Rescue(context.Context, int) (int64, error)               { return 0, nil }
+func (f *fakeStore) Prune(context.Context, time.Duration, time.Duration, int) (int64, error) {
+	return 0, nil
+}
+func (f *fakeStore) enqueue(context.Context, string, *time.Time, time.Duration, int16) (int64, error) {
+	return 0, nil
+}
+func (f *fakeStore) enqueueCopy(context.Context, [][]byte, int16, *time.Time) (int64, error) {
+	return 0, nil
+}
+func (f *fakeStore) now(context.Context, time.Duration) (time.Time, error)    { return time.Now(), nil }
+func (f *fakeStore) completeOne(context.Context, int64, int32) (int64, error) { return 0, nil }
+func (f *fakeStore) stats(context.Context) (skipjack.Stats, error)            { return skipjack.Stats{}, nil }
+func (f *fakeStore) countFinished(context.Context, string, time.Time) (int64, error) {
+	return 0, nil
+}
+func (f *fakeStore) get(context.Context, int64) (*skipjack.Record[[]byte], error) { return nil, nil }
+func (f *fakeStore) list(context.Context, skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+	return nil, nil
+}
+func (f *fakeStore) retry(context.Context, []int64) (int64, error)  { return 0, nil }
+func (f *fakeStore) cancel(context.Context, []int64) (int64, error) { return 0, nil }
+func (f *fakeStore) unique() uniqueQueries                          { return nil }
+func (f *fakeStore) slots() slotQueries                             { return nil }
+
+func (f *fakeStore) completed() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []int64
+	for _, c := range f.completes {
+		all = append(all, c...)
+	}
+	return all
+}
+
+// lazyPool returns a pool that never connects: the fake store runs every
+// statement, and the queue has no NOTIFY channel.
+func lazyPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none?pool_max_conns=200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// runFake runs a worker over f until stop returns true (polled on every
+// handler call and every 10ms), then cancels it and waits for Run.
+func runFake(t *testing.T, f *fakeStore, spec QueueSpec, cfg skipjack.WorkerConfig, handle func(context.Context, *skipjack.Job[struct{}]) error) (cancel func()) {
+	t.Helper()
+	cfg.PollInterval = 20 * time.Millisecond
+	cfg.Logger = discardLogger()
+	w := newWorker(lazyPool(t), spec, f, handle, cfg)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return")
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ids(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
+}
+
+// TestFailedFlushRequeued checks that acknowledgements whose statement
+// failed are written again, so no completed job is left to its lease.
+func TestFailedFlushRequeued(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{pending: ids(20), failCompletes: 2}
+	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second}, skipjack.WorkerConfig{Concurrency: 4, BatchSize: 5},
+		func(context.Context, *skipjack.Job[struct{}]) error { return nil })
+	waitFor(t, "20 acknowledgements", func() bool { return len(f.completed()) >= 20 })
+	stop()
+	got := f.completed()
+	slices.Sort(got)
+	if !slices.Equal(got, ids(20)) {
+		t.Errorf("acknowledged %v, want each of 1..20 once", got)
+	}
+}
+
+// TestBacklogLimitPausesClaims checks that claiming pauses while results
+// wait to be flushed: with the acknowledgement statement stuck, the worker
+// must not claim the whole queue.
+func TestBacklogLimitPausesClaims(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{pending: ids(1000), block: make(chan struct{}), completeCall: make(chan struct{}, 1)}
+	cfg := skipjack.WorkerConfig{Concurrency: 2, BatchSize: 2}
+	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second}, cfg,
+		func(context.Context, *skipjack.Job[struct{}]) error { return nil })
+	<-f.completeCall // the first flush is stuck from now on
+	// Bound: the backlog limit (2*max(BatchSize, Concurrency)), the batch
+	// inside the stuck statement, and what the worker may hold (2*Concurrency).
+	bound := 2*max(cfg.BatchSize, cfg.Concurrency) + cfg.BatchSize + 2*cfg.Concurrency
+	time.Sleep(300 * time.Millisecond) // an upper bound can only be watched for a while
+	f.mu.Lock()
+	claimed := f.claims
+	f.mu.Unlock()
+	close(f.block)
+	stop()
+	if claimed > bound {
+		t.Errorf("claimed %d jobs while acknowledgements were stuck, want at most %d", claimed, bound)
+	}
+}
+
+// TestLostLeaseResultDropped checks that a job whose lease the heartbeat
+// finds lost has its handler cancelled with ErrLeaseLost and its result
+// dropped: the worker must not acknowledge a job it no longer owns.
+func TestLostLeaseResultDropped(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{pending: []int64{7}, lostIDs: map[int64]bool{7: true}}
+	cause := make(chan error, 1)
+	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 1500 * time.Millisecond}, skipjack.WorkerConfig{Concurrency: 1},
+		func(ctx context.Context, _ *skipjack.Job[struct{}]) error {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil // a late success that must be dropped
+		})
+	select {
+	case err := <-cause:
+		if !errors.Is(err, skipjack.ErrLeaseLost) {
+			t.Errorf("handler cancelled with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler of a job with a lost lease was not cancelled")
+	}
+	stop()
+	if got := f.completed(); len(got) != 0 {
+		t.Errorf("acknowledged %v after the lease was lost, want nothing", got)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.resolves) != 0 {
+		t.Errorf("resolved %v after the lease was lost, want nothing", f.resolves)
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
