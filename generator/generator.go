@@ -37,6 +37,10 @@ type Options struct {
 	// SQLC runs `sqlc generate` with the sqlc.yaml in dir. cmd/skipjack
 	// passes sqlcrun.Runner, which runs sqlc in a child process.
 	SQLC func(dir string) error
+	// AllowBreaking generates even when the YAML changes payloads in ways
+	// that break jobs already queued (see LockFile); Output.AllowedBreaking
+	// lists what it allowed. Without it such changes are errors.
+	AllowBreaking bool
 }
 
 // File is one generated file.
@@ -55,7 +59,8 @@ type Output struct {
 	// Import is the import path of the shared package at Out; queue
 	// packages are at Import/<package>.
 	Import string
-	// Files are the generated files under Out, sorted by path.
+	// Files are the generated files under Out, the lock file (see
+	// LockFile) among them, sorted by path.
 	Files []File
 	// Migrations is the migrations folder, slash-separated and relative to
 	// the config's folder.
@@ -63,6 +68,9 @@ type Output struct {
 	// NewMigrations are the migration files the YAML needs that do not
 	// exist yet.
 	NewMigrations []File
+	// AllowedBreaking are the breaking payload changes that
+	// Options.AllowBreaking let through, positioned in the YAML file.
+	AllowedBreaking config.Errors
 }
 
 // Generate renders every file of cfg. Errors about the config are returned
@@ -71,6 +79,10 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 	diags := &diagnostics{file: cfg.Path}
 	outDir := filepath.Join(cfg.Dir, filepath.FromSlash(cfg.Out))
 	outImport, sharedPkg := locateOut(cfg, outDir, diags)
+	allowed, err := checkCompat(cfg, opts.AllowBreaking, diags)
+	if err != nil {
+		return nil, err
+	}
 	if err := diags.err(); err != nil {
 		return nil, err
 	}
@@ -111,17 +123,19 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 		return nil, err
 	}
 	g.add(path.Join(g.out, "migrate.go"), data)
+	g.add(lockPath(cfg), lockOf(cfg).render())
 
 	if err := g.format(); err != nil {
 		return nil, err
 	}
 	sort.Slice(g.files, func(i, j int) bool { return g.files[i].Path < g.files[j].Path })
 	return &Output{
-		Out:           g.out,
-		Import:        outImport,
-		Files:         g.files,
-		Migrations:    path.Clean(cfg.Migrations.Dir),
-		NewMigrations: plan.newFiles,
+		Out:             g.out,
+		Import:          outImport,
+		Files:           g.files,
+		Migrations:      path.Clean(cfg.Migrations.Dir),
+		NewMigrations:   plan.newFiles,
+		AllowedBreaking: allowed,
 	}, nil
 }
 
@@ -187,5 +201,3 @@ func locateOut(cfg *config.Config, outDir string, diags *diagnostics) (importPat
 	}
 	return importPath, pkg
 }
-
-
