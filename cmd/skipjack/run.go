@@ -29,9 +29,11 @@ type env struct {
 
 // options are the parsed flags and arguments of one command.
 type options struct {
-	file   string
-	dbURL  string
-	asJSON bool
+	file    string
+	dbURL   string
+	asJSON  bool
+	listen  string // ui
+	actions bool   // ui
 }
 
 // A command is one subcommand of the CLI with the flags it accepts.
@@ -42,7 +44,9 @@ type command struct {
 	// database: the command takes --database-url (default $DATABASE_URL)
 	// and needs a database; json: it takes --json.
 	database, json bool
-	run            func(o options, e env) error
+	// flags adds the command's own flags, or is nil.
+	flags func(fs *flag.FlagSet, o *options)
+	run   func(o options, e env) error
 }
 
 var commands = []command{
@@ -65,6 +69,11 @@ var commands = []command{
 		name: "stats", synopsis: "[-f skipjack.yaml] [--database-url URL] [--json]",
 		summary: "print per-queue job counts", database: true, json: true,
 		run: stats,
+	},
+	{
+		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--actions]",
+		summary: "serve the web dashboard over the queues", database: true,
+		flags: uiFlags, run: ui,
 	},
 }
 
@@ -90,6 +99,9 @@ func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
 	}
 	if c.json {
 		fs.BoolVar(&o.asJSON, "json", false, "print JSON")
+	}
+	if c.flags != nil {
+		c.flags(fs, o)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(w, "usage: skipjack %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis, strings.Join(strings.Fields(c.summary), " "))
