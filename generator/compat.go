@@ -256,9 +256,9 @@ func (c *compat) diffType(old, cur *config.TypeExpr, seen map[[2]string]bool) st
 		switch {
 		case old.Name == cur.Name:
 		case isInteger(old.Name) && isInteger(cur.Name):
-			return "the two integer types hold different ranges, so a value that fits one may not decode as the other (a rolling deploy runs both)"
+			return "the two integer types hold different ranges, and a rolling deploy runs both, so a value that fits one may not decode as the other"
 		case strings.HasPrefix(old.Name, "float") && strings.HasPrefix(cur.Name, "float"):
-			return "the two float types hold different ranges and precisions (a rolling deploy runs both)"
+			return "the two float types hold different ranges and precisions, and a rolling deploy runs both"
 		default:
 			return fmt.Sprintf("a JSON value of %s does not decode as %s", old, cur)
 		}

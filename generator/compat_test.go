@@ -152,7 +152,7 @@ func TestBreakingChanges(t *testing.T) {
 			name:   "integer widened",
 			before: "queues:\n  a:\n    payload: {n: int32}\n",
 			after:  "queues:\n  a:\n    payload: {n: int64}\n",
-			want:   []string{`5:18: field "n" of queue "a" changed type from int32 to int64: the two integer types hold different ranges, so a value that fits one may not decode as the other (a rolling deploy runs both)`},
+			want:   []string{`5:18: field "n" of queue "a" changed type from int32 to int64: the two integer types hold different ranges, and a rolling deploy runs both, so a value that fits one may not decode as the other`},
 		},
 		{
 			name:   "string to integer",
@@ -177,7 +177,7 @@ func TestBreakingChanges(t *testing.T) {
 			before: "queues:\n  a:\n    payload: {ids: \"[]int32\", m: \"map[string]string\", p: \"[]*bool\"}\n",
 			after:  "queues:\n  a:\n    payload: {ids: \"[]int64\", m: \"map[string][]string\", p: \"[]bool\"}\n",
 			want: []string{
-				`5:20: field "ids" of queue "a" changed type from []int32 to []int64: the two integer types hold different ranges, so a value that fits one may not decode as the other (a rolling deploy runs both)`,
+				`5:20: field "ids" of queue "a" changed type from []int32 to []int64: the two integer types hold different ranges, and a rolling deploy runs both, so a value that fits one may not decode as the other`,
 				`5:34: field "m" of queue "a" changed type from map[string]string to map[string][]string: a JSON value of string does not decode as []string`,
 				`5:60: field "p" of queue "a" changed type from []*bool to []bool: it is no longer optional, so a job queued with null would decode as the zero value`,
 			},

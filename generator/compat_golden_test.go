@@ -1,0 +1,118 @@
+package generator
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skipjack-dev/skipjack/generator/config"
+)
+
+// updating reports whether the test binary runs with -update (the flag is
+// declared by the golden tests of package generator_test).
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// TestGoldenBreaking runs every golden/breaking/NAME case: NAME.before.yaml
+// is the config the last generate saw (its lock is written as generate
+// writes it), NAME.yaml the edited config; Generate must refuse the edit
+// with exactly the diagnostics of NAME.stderr.golden, and generate it with
+// AllowBreaking up to the point where it would run sqlc, reporting the same
+// changes as allowed.
+func TestGoldenBreaking(t *testing.T) {
+	t.Parallel()
+	befores, err := filepath.Glob("../golden/breaking/*.before.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(befores) == 0 {
+		t.Fatal("no cases in golden/breaking")
+	}
+	for _, before := range befores {
+		name := strings.TrimSuffix(filepath.Base(before), ".before.yaml")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := breakingCase(t, before, filepath.Join(filepath.Dir(before), name+".yaml"))
+			cfg, err := config.Load(filepath.Join(dir, "skipjack.yaml"))
+			if err != nil {
+				t.Fatalf("load the edited config: %v", err)
+			}
+			errSQLC := errors.New("sqlc ran")
+			_, err = Generate(cfg, Options{SQLC: func(string) error { return errSQLC }})
+			var ce config.Errors
+			if !errors.As(err, &ce) {
+				t.Fatalf("Generate = %v, want config.Errors", err)
+			}
+			var got bytes.Buffer
+			for _, e := range ce {
+				e.File = "skipjack.yaml"
+				fmt.Fprintln(&got, e.Error())
+			}
+			golden := filepath.Join(filepath.Dir(before), name+".stderr.golden")
+			compareBreakingGolden(t, golden, got.Bytes())
+
+			// With AllowBreaking the same changes pass: generation goes
+			// on to sqlc.
+			_, err = Generate(cfg, Options{SQLC: func(string) error { return errSQLC }, AllowBreaking: true})
+			if err == nil || !strings.Contains(err.Error(), errSQLC.Error()) {
+				t.Errorf("Generate with AllowBreaking = %v, want it to reach sqlc", err)
+			}
+		})
+	}
+}
+
+// breakingCase makes a module holding the lock generate writes for before
+// and, as skipjack.yaml, the config after, and returns its folder.
+func breakingCase(t *testing.T, before, after string) string {
+	t.Helper()
+	dir := t.TempDir()
+	old, err := config.Load(before)
+	if err != nil {
+		t.Fatalf("load %s: %v", before, err)
+	}
+	data, err := os.ReadFile(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"go.mod":                          []byte("module example.com/golden/breaking\n\ngo 1.26\n"),
+		"skipjack.yaml":                   data,
+		filepath.FromSlash(lockPath(old)): lockOf(old).render(),
+	}
+	for name, data := range files {
+		full := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// compareBreakingGolden compares got with the golden file, or rewrites it
+// with -update.
+func compareBreakingGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if updating() {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./generator -run TestGoldenBreaking -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("diagnostics differ from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
+	}
+}
