@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -55,8 +54,8 @@ type Config struct {
 	// cross-origin POSTs are accepted, for a dashboard behind a proxy that
 	// rewrites the Host header. Default none.
 	TrustedOrigins []string
-	// Logger receives errors of database calls and refused actions.
-	// Default: discard.
+	// Logger receives errors of database calls, performed actions (Info)
+	// and refused ones (Warn). Default: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -130,7 +129,7 @@ func New(cfg Config) (*Handler, error) {
 		}
 	}
 	if h.log == nil {
-		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		h.log = slog.Default()
 	}
 	v, err := parseViews()
 	if err != nil {

@@ -25,6 +25,9 @@ func newTestHandler(t *testing.T, cfg Config) (*Handler, *fakeQueue) {
 	if cfg.Queues == nil {
 		cfg.Queues = []skipjack.QueueAdmin{alpha, newFakeQueue("beta", 4, testNow)}
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
 	h, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -136,14 +139,12 @@ func TestRoutes(t *testing.T) {
 // hrefs returns the href and action attributes of an HTML page.
 var hrefRE = regexp.MustCompile(`(?:href|action|src)="([^"#]*)"`)
 
-// TestMountedUnderPrefix crawls the dashboard mounted under a prefix
-// behind a middleware, as a service mounts it, and checks that every link of
-// every page resolves under the prefix and answers 200.
+// TestMountedUnderPrefix crawls the dashboard mounted as services mount
+// it (under a prefix with or without a trailing slash, behind a
+// middleware, or at the root) and checks that every link of every page
+// resolves under the mount point and answers 200.
 func TestMountedUnderPrefix(t *testing.T) {
 	t.Parallel()
-	h, _ := newTestHandler(t, Config{Actions: true, PageSize: 20})
-	const prefix = "/ops/jobs"
-	mux := http.NewServeMux()
 	auth := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") != "Bearer ok" {
@@ -153,10 +154,45 @@ func TestMountedUnderPrefix(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	mux.Handle(prefix+"/", auth(http.StripPrefix(prefix, h)))
-	mux.Handle(prefix, auth(http.StripPrefix(prefix, h)))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	tests := []struct {
+		name  string
+		mount string // the dashboard's URL path
+		mux   func(h http.Handler) *http.ServeMux
+		// bare is the mount point without its slash and where it
+		// redirects, or "".
+		bare, bareTo string
+	}{
+		{"StripPrefix without slash", "/ops/jobs/", func(h http.Handler) *http.ServeMux {
+			mux := http.NewServeMux()
+			mux.Handle("/ops/jobs/", auth(http.StripPrefix("/ops/jobs", h)))
+			mux.Handle("/ops/jobs", auth(http.StripPrefix("/ops/jobs", h)))
+			return mux
+		}, "/ops/jobs", "jobs/"},
+		{"StripPrefix with slash", "/ops/jobs/", func(h http.Handler) *http.ServeMux {
+			mux := http.NewServeMux()
+			mux.Handle("/ops/jobs/", auth(http.StripPrefix("/ops/jobs/", h)))
+			return mux
+		}, "", ""},
+		{"root", "/", func(h http.Handler) *http.ServeMux {
+			mux := http.NewServeMux()
+			mux.Handle("/", auth(h))
+			return mux
+		}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, _ := newTestHandler(t, Config{Actions: true, PageSize: 20})
+			srv := httptest.NewServer(tt.mux(h))
+			t.Cleanup(srv.Close)
+			crawlUnder(t, srv, tt.mount, tt.bare, tt.bareTo)
+		})
+	}
+}
+
+// crawlUnder crawls the dashboard at srv.URL+mount.
+func crawlUnder(t *testing.T, srv *httptest.Server, mount, bare, bareTo string) {
+	t.Helper()
 	client := srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	get := func(u string) (*http.Response, string) {
@@ -171,15 +207,14 @@ func TestMountedUnderPrefix(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		return res, string(b)
 	}
-
-	// The mount point without its slash redirects to it with one.
-	res, _ := get(srv.URL + prefix)
-	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusMovedPermanently || loc != "jobs/" {
-		t.Fatalf("GET %s: %d Location %q, want 301 to jobs/", prefix, res.StatusCode, loc)
+	if bare != "" {
+		res, _ := get(srv.URL + bare)
+		if loc := res.Header.Get("Location"); res.StatusCode != http.StatusMovedPermanently || loc != bareTo {
+			t.Fatalf("GET %s: %d Location %q, want 301 to %s", bare, res.StatusCode, loc, bareTo)
+		}
 	}
-
 	seen := map[string]bool{}
-	queue := []string{srv.URL + prefix + "/"}
+	queue := []string{srv.URL + mount}
 	for len(queue) > 0 && len(seen) < 200 {
 		page := queue[0]
 		queue = queue[1:]
@@ -203,7 +238,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 				continue
 			}
 			abs := base.ResolveReference(ref)
-			if !strings.HasPrefix(abs.Path, prefix+"/") {
+			if !strings.HasPrefix(abs.Path, mount) {
 				t.Errorf("%s: link %q leaves the mount point: %s", page, m[1], abs)
 				continue
 			}
@@ -211,11 +246,11 @@ func TestMountedUnderPrefix(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"/queues/alpha", "/queues/alpha?state=failed", "/queues/alpha/jobs/1",
-		"/queues/alpha/jobs/1/retry", "/queues/alpha?after=20", "/assets/app.js?v=" + assetVersion,
+		"queues/alpha", "queues/alpha?state=failed", "queues/alpha/jobs/1",
+		"queues/alpha/jobs/1/retry", "queues/alpha?after=20", "assets/app.js?v=" + assetVersion,
 	} {
-		if !seen[srv.URL+prefix+want] {
-			t.Errorf("crawl never reached %s", want)
+		if !seen[srv.URL+mount+want] {
+			t.Errorf("crawl never reached %s%s", mount, want)
 		}
 	}
 }

@@ -411,7 +411,7 @@ func TestPostgresReadOnlyRole(t *testing.T) {
 		}
 	})
 
-	h, err := New(Config{Queues: admins(ro), Actions: true})
+	h, err := New(Config{Queues: admins(ro), Actions: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
