@@ -3,6 +3,11 @@ package templates
 // RunMain renders, from a RunMainFile, the temporary main package that the
 // skipjack CLI builds inside the user's module for migrate, stats and jobs,
 // so that those commands run the module's own generated code.
+//
+// Its line 1 is not the skipjack header: the program lives in a hidden
+// folder under out while it is built, and a concurrent skipjack check or
+// generate must not take it for a stale generated file (Go still sees the
+// "Code generated" line 2).
 const RunMain = "runmain.go.tmpl"
 
 // RunMainFile is the model of the temporary program.
