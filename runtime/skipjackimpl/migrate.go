@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,10 +35,16 @@ type MigrateParams struct {
 
 // Migrate applies the migrations of p that the database has not recorded
 // yet, in version order, each in its own transaction together with its
-// tracking row in "<Schema>"."_skipjack_migrations". It holds a session
-// advisory lock keyed by a hash of "skipjack:"+Config on one pooled
-// connection while it works, so that many processes may call it at once:
-// one applies, the others wait and then find nothing left to do.
+// tracking row in "<Schema>"."_skipjack_migrations".
+//
+// Many processes may call it at once: each migration's transaction first
+// takes a transaction-scoped advisory lock keyed by a hash of
+// "skipjack:"+Config and then checks, under that lock, that the migration
+// is still unrecorded, so exactly one caller applies it and the others
+// wait and skip it. Nothing outlives a transaction (no session lock, no
+// prepared statement, no SET), so Migrate works through a pooler in
+// transaction mode, such as PgBouncer with pool_mode = transaction, as
+// well as on a direct connection.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 	return migrate(ctx, pool, p)
 }
@@ -63,30 +68,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 		}
 	}
 
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate %s: acquire connection: %w", p.Config, err)
-	}
-	defer conn.Release()
-	key := lockKey("skipjack:" + p.Config)
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
-		conn.Conn().Close(context.Background()) // never return a connection that may hold the lock
-		return fmt.Errorf("migrate %s: advisory lock: %w", p.Config, err)
-	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
-			conn.Conn().Close(uctx) // closing the session releases the lock
-		}
-	}()
-
 	table := pgx.Identifier{p.Schema, "_skipjack_migrations"}.Sanitize()
-	if err := ensureTrackingTable(ctx, conn.Conn(), p.Schema, table); err != nil {
+	if err := ensureTrackingTable(ctx, pool, p.Schema, table); err != nil {
 		return fmt.Errorf("migrate %s: %w", p.Config, err)
 	}
-	applied := make(map[int]bool)
-	rows, err := conn.Query(ctx, "SELECT version FROM "+table+" WHERE config = $1", p.Config)
+	// Reading what is applied without the lock only saves transactions:
+	// each migration is checked again under the lock before it is applied.
+	rows, err := pool.Query(ctx, "SELECT version FROM "+table+" WHERE config = $1", p.Config)
 	if err != nil {
 		return fmt.Errorf("migrate %s: read applied migrations: %w", p.Config, err)
 	}
@@ -94,19 +82,29 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 	if err != nil {
 		return fmt.Errorf("migrate %s: read applied migrations: %w", p.Config, err)
 	}
+	applied := make(map[int]bool, len(versions))
 	for _, v := range versions {
 		applied[int(v)] = true
 	}
 
+	key := lockKey("skipjack:" + p.Config)
 	for _, m := range ms {
 		if applied[m.Version] {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", key); err != nil {
+				return fmt.Errorf("advisory lock: %w", err)
+			}
+			var done bool
+			err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+table+" WHERE config = $1 AND version = $2)", p.Config, m.Version).Scan(&done)
+			if err != nil || done {
+				return err // another caller applied it while this one waited
+			}
 			if _, err := tx.Exec(ctx, m.Up); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO "+table+" (config, version, name) VALUES ($1, $2, $3)", p.Config, m.Version, m.Name)
+			_, err = tx.Exec(ctx, "INSERT INTO "+table+" (config, version, name) VALUES ($1, $2, $3)", p.Config, m.Version, m.Name)
 			return err
 		})
 		if err != nil {
@@ -118,10 +116,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 
 // ensureTrackingTable creates the schema and the tracking table if they
 // are missing. Configs sharing a schema hold different config locks, so
-// the creation is serialized by a second, transaction-scoped lock on the
-// schema.
-func ensureTrackingTable(ctx context.Context, conn *pgx.Conn, schema, table string) error {
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+// the creation is serialized by a transaction-scoped lock on the schema.
+func ensureTrackingTable(ctx context.Context, pool *pgxpool.Pool, schema, table string) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("skipjack:schema:"+schema)); err != nil {
 			return err
 		}
