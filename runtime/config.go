@@ -35,7 +35,8 @@ type WorkerConfig struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the worker's structured logs. Default slog.Default().
 	Logger *slog.Logger
-	// Hooks receives events for metrics and tracing. Default none.
+	// Hooks receives events for metrics and tracing (see Hooks for the
+	// optional interfaces it may implement). Default none.
 	Hooks Hooks
 	// PollOnly turns LISTEN off entirely: the worker finds jobs only by
 	// polling every PollInterval, and keeps no session state across
@@ -49,7 +50,15 @@ type WorkerConfig struct {
 
 // Hooks receives worker events, so that metrics or tracing adapters can be
 // written outside the runtime. Implementations must be safe for concurrent
-// use and fast: they run on the worker's goroutines.
+// use and fast: they run on the worker's goroutines. A hook that panics is
+// recovered and logged; the worker carries on.
+//
+// Hooks is the base interface every implementation has. Further events are
+// optional interfaces that the same value may also implement, checked at
+// run time: JobStartHook (before the handler, may derive its context, for
+// trace spans), JobEndHook (the attempt's outcome), ClaimHook and AckHook
+// (statement latencies and errors). Embed NopHooks to implement only
+// optional ones, and combine several implementations with MultiHooks.
 type Hooks interface {
 	// JobDone is called after each handler returns, with the queue, the
 	// job's id and attempt, how long the handler ran, and its error (nil on

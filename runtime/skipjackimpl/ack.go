@@ -84,7 +84,9 @@ func (r *runner[T]) unflushed() int {
 func (r *runner[T]) flush(ctx context.Context) error {
 	if acks := r.take(&r.acks); len(acks) > 0 {
 		ids, claims := idsAndClaims(acks)
+		start := time.Now()
 		matched, err := r.store.Complete(ctx, ids, claims)
+		r.ackDone(skipjack.AckComplete, len(acks), len(matched), time.Since(start), err)
 		r.settle(&r.acks, acks, matched, err)
 		if err != nil {
 			return fmt.Errorf("complete %s: %w", r.spec.Name, err)
@@ -97,7 +99,9 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		}
 		// Sorted by id, like every batched write (see idsAndClaims).
 		slices.SortFunc(rs, func(a, b Resolution) int { return cmp.Compare(a.ID, b.ID) })
+		start := time.Now()
 		matched, err := r.store.Resolve(ctx, rs)
+		r.ackDone(skipjack.AckResolve, len(rs), len(matched), time.Since(start), err)
 		r.settle(&r.resolves, res, matched, err)
 		if err != nil {
 			return fmt.Errorf("resolve %s: %w", r.spec.Name, err)

@@ -52,12 +52,14 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	job := e.job
 	if err := e.decodeErr; err != nil {
-		r.jobDone(job, 0, err)
+		res := Resolution{Outcome: OutcomeFail, Message: err.Error()}
+		r.jobEnd(r.jobStart(ctx, job), job, 0, err, res)
 		e.cancel(nil)
-		r.finish(e, Resolution{Outcome: OutcomeFail, Message: err.Error()}, false)
+		r.finish(e, res, false)
 		return
 	}
 
+	ctx = r.jobStart(ctx, job)
 	hctx, cancel := context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
 	start := time.Now()
 	err := r.call(hctx, job)
@@ -73,33 +75,25 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 			err = fmt.Errorf("handler overran its %v timeout: %w", r.spec.Timeout, err)
 		}
 	}
-	r.jobDone(job, took, err)
-	if err == nil {
-		r.finish(e, Resolution{}, true)
-		return
+	var res Resolution
+	if err != nil {
+		res = r.resolution(job, err)
 	}
-	r.finish(e, r.resolution(job, err), false)
+	r.jobEnd(ctx, job, took, err, res)
+	r.finish(e, res, err == nil)
 }
 
 // call runs the handler, turning a panic into an error.
 func (r *runner[T]) call(ctx context.Context, job *skipjack.Job[T]) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			stack := debug.Stack()
 			r.log.Error("skipjack: handler panicked",
-				"job_id", job.ID, "attempt", job.Attempt, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic: %v", p)
+				"job_id", job.ID, "attempt", job.Attempt, "panic", fmt.Sprint(p), "stack", string(stack))
+			err = &skipjack.PanicError{Value: p, Stack: stack}
 		}
 	}()
 	return r.w.handle(ctx, job)
-}
-
-func (r *runner[T]) jobDone(job *skipjack.Job[T], took time.Duration, err error) {
-	if r.cfg.Hooks != nil {
-		r.cfg.Hooks.JobDone(r.spec.Name, job.ID, job.Attempt, took, err)
-	}
-	if err != nil {
-		r.log.Debug("skipjack: job attempt failed", "job_id", job.ID, "attempt", job.Attempt, "error", err)
-	}
 }
 
 // resolution turns a handler error into what happens to the job.

@@ -146,9 +146,8 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	if err != nil {
 		rows = nil
 		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
-	} else if r.cfg.Hooks != nil {
-		r.cfg.Hooks.Claimed(r.spec.Name, len(rows), time.Since(start))
 	}
+	r.claimDone(limit, len(rows), time.Since(start), err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
 	// once, rather than on the handler goroutines, whose stacks the GC
 	// keeps shrinking while they idle.
