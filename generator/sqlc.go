@@ -36,6 +36,7 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		Priority:      q.Priority,
 		KeepCompleted: q.RetainCompleted > 0,
 		QueueLiteral:  schema.QuoteLiteral(q.Name),
+		Notify:        t.Notify,
 	}
 	if t.Unique != nil {
 		qq.Unique = true

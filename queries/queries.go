@@ -23,6 +23,9 @@ type Queue struct {
 	Priority bool
 	// KeepCompleted marks acked jobs completed instead of deleting them.
 	KeepCompleted bool
+	// Notify adds EnqueueQuiet, the insert whose producer wakes workers
+	// itself after it committed.
+	Notify bool
 	// Unique adds the duplicate-aware enqueue queries; UniqueMatch is the
 	// condition that finds the job whose key equals that of the payload
 	// parameter.

@@ -38,10 +38,20 @@ func Alter(from, to Table) (string, error) {
 			return "", err
 		}
 		// The notify function and trigger are the tail of the full DDL.
-		i := strings.Index(full, "CREATE FUNCTION")
+		i := strings.Index(full, "CREATE OR REPLACE FUNCTION")
 		stmts = append(stmts, strings.TrimSpace(full[i:]))
 	}
 	stmts = append(stmts, alterLayout(from, to)...)
+	if layoutOf(from) == 1 && layoutOf(to) >= 2 && from.Notify && to.Notify {
+		// Layout 2's notify function stays silent for producers that wake
+		// workers themselves (skipjack.quiet).
+		full, err := Create(to)
+		if err != nil {
+			return "", err
+		}
+		fn := full[strings.Index(full, "CREATE OR REPLACE FUNCTION"):]
+		stmts = append(stmts, strings.TrimSpace(fn[:strings.Index(fn, "$$;")+len("$$;")]))
+	}
 	if !sameUnique(from.Unique, to.Unique) {
 		if from.Unique != nil {
 			stmts = append(stmts, fmt.Sprintf("DROP INDEX %s.%s;", QuoteIdent(to.Schema), QuoteIdent(to.Name+"_unique_idx")))

@@ -116,6 +116,11 @@ type uniqueQueries interface {
 	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, payloads []string) (int64, error)
 }
 
+// quietQueries is the extra query of a queue with a notify trigger.
+type quietQueries interface {
+	EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error)
+}
+
 // slotQueries are the extra queries of a queue with periodic jobs.
 type slotQueries interface {
 	EnqueueSlot(ctx context.Context, schedule int32, slot time.Time, payload string) (int64, error)
@@ -138,6 +143,7 @@ type queries interface {
 	cancel(ctx context.Context, ids []int64) (int64, error)
 	unique() uniqueQueries
 	slots() slotQueries
+	quiet() quietQueries
 }
 
 // binding adapts one queue's sqlc Queries to queries.
@@ -300,6 +306,11 @@ func (b binding[C, H, G, L, S, E, A]) cancel(ctx context.Context, ids []int64) (
 func (b binding[C, H, G, L, S, E, A]) unique() uniqueQueries {
 	u, _ := b.q.(uniqueQueries)
 	return u
+}
+
+func (b binding[C, H, G, L, S, E, A]) quiet() quietQueries {
+	q, _ := b.q.(quietQueries)
+	return q
 }
 
 func (b binding[C, H, G, L, S, E, A]) slots() slotQueries {

@@ -114,6 +114,7 @@ func (f *fakeStore) retry(context.Context, []int64) (int64, error)  { return 0, 
 func (f *fakeStore) cancel(context.Context, []int64) (int64, error) { return 0, nil }
 func (f *fakeStore) unique() uniqueQueries                          { return nil }
 func (f *fakeStore) slots() slotQueries                             { return nil }
+func (f *fakeStore) quiet() quietQueries                            { return nil }
 
 func (f *fakeStore) completed() []int64 {
 	f.mu.Lock()

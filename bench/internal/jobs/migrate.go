@@ -138,6 +138,17 @@ CREATE INDEX "noop_failed_idx" ON "skipjack"."noop" ("finished_at") WHERE "state
 
 DROP INDEX "skipjack"."noop_finished_idx";
 
+CREATE OR REPLACE FUNCTION "skipjack"."noop_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.noop', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 ALTER TABLE "skipjack"."kept" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
 ALTER TABLE "skipjack"."kept" ADD CONSTRAINT "kept_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
@@ -147,6 +158,17 @@ CREATE INDEX "kept_completed_idx" ON "skipjack"."kept" ("finished_at") WHERE "st
 CREATE INDEX "kept_failed_idx" ON "skipjack"."kept" ("finished_at") WHERE "state" = 'failed';
 
 DROP INDEX "skipjack"."kept_finished_idx";
+
+CREATE OR REPLACE FUNCTION "skipjack"."kept_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.kept', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
 
 ALTER TABLE "skipjack"."quiet" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 

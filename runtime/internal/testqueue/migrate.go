@@ -214,6 +214,17 @@ CREATE INDEX "demo_failed_idx" ON "skipjack"."demo" ("finished_at") WHERE "state
 
 DROP INDEX "skipjack"."demo_finished_idx";
 
+CREATE OR REPLACE FUNCTION "skipjack"."demo_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.demo', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 ALTER TABLE "skipjack"."fast" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
 ALTER TABLE "skipjack"."fast" ADD CONSTRAINT "fast_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
@@ -223,6 +234,17 @@ CREATE INDEX "fast_completed_idx" ON "skipjack"."fast" ("finished_at") WHERE "st
 CREATE INDEX "fast_failed_idx" ON "skipjack"."fast" ("finished_at") WHERE "state" = 'failed';
 
 DROP INDEX "skipjack"."fast_finished_idx";
+
+CREATE OR REPLACE FUNCTION "skipjack"."fast_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.fast', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
 
 ALTER TABLE "skipjack"."kept" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
@@ -234,6 +256,17 @@ CREATE INDEX "kept_failed_idx" ON "skipjack"."kept" ("finished_at") WHERE "state
 
 DROP INDEX "skipjack"."kept_finished_idx";
 
+CREATE OR REPLACE FUNCTION "skipjack"."kept_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.kept', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 ALTER TABLE "skipjack"."slow" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
 ALTER TABLE "skipjack"."slow" ADD CONSTRAINT "slow_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
@@ -244,6 +277,17 @@ CREATE INDEX "slow_failed_idx" ON "skipjack"."slow" ("finished_at") WHERE "state
 
 DROP INDEX "skipjack"."slow_finished_idx";
 
+CREATE OR REPLACE FUNCTION "skipjack"."slow_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.slow', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 ALTER TABLE "skipjack"."ranked" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
 ALTER TABLE "skipjack"."ranked" ADD CONSTRAINT "ranked_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
@@ -253,6 +297,156 @@ CREATE INDEX "ranked_completed_idx" ON "skipjack"."ranked" ("finished_at") WHERE
 CREATE INDEX "ranked_failed_idx" ON "skipjack"."ranked" ("finished_at") WHERE "state" = 'failed';
 
 DROP INDEX "skipjack"."ranked_finished_idx";
+
+CREATE OR REPLACE FUNCTION "skipjack"."ranked_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.ranked', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TABLE "skipjack"."uniq" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    CONSTRAINT "uniq_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "uniq_claim_idx" ON "skipjack"."uniq" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "uniq_lease_idx" ON "skipjack"."uniq" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "uniq_completed_idx" ON "skipjack"."uniq" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "uniq_failed_idx" ON "skipjack"."uniq" ("finished_at") WHERE "state" = 'failed';
+
+CREATE UNIQUE INDEX "uniq_unique_idx" ON "skipjack"."uniq" ((coalesce("payload" -> 'key', 'null'::jsonb))) WHERE "state" IN ('pending', 'running');
+
+CREATE OR REPLACE FUNCTION "skipjack"."uniq_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.uniq', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "uniq_notify" AFTER INSERT ON "skipjack"."uniq"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."uniq_notify"();
+
+CREATE TABLE "skipjack"."tick" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    CONSTRAINT "tick_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_slots" (
+    "queue" text NOT NULL,
+    "schedule" integer NOT NULL,
+    "slot" timestamptz NOT NULL,
+    PRIMARY KEY ("queue", "schedule")
+);
+
+CREATE INDEX "tick_claim_idx" ON "skipjack"."tick" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "tick_lease_idx" ON "skipjack"."tick" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "tick_completed_idx" ON "skipjack"."tick" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "tick_failed_idx" ON "skipjack"."tick" ("finished_at") WHERE "state" = 'failed';
+
+CREATE OR REPLACE FUNCTION "skipjack"."tick_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.tick', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "tick_notify" AFTER INSERT ON "skipjack"."tick"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."tick_notify"();
+
+CREATE TABLE "skipjack"."tock" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    CONSTRAINT "tock_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_slots" (
+    "queue" text NOT NULL,
+    "schedule" integer NOT NULL,
+    "slot" timestamptz NOT NULL,
+    PRIMARY KEY ("queue", "schedule")
+);
+
+CREATE INDEX "tock_claim_idx" ON "skipjack"."tock" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "tock_lease_idx" ON "skipjack"."tock" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "tock_completed_idx" ON "skipjack"."tock" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "tock_failed_idx" ON "skipjack"."tock" ("finished_at") WHERE "state" = 'failed';
+
+CREATE OR REPLACE FUNCTION "skipjack"."tock_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.tock', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "tock_notify" AFTER INSERT ON "skipjack"."tock"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."tock_notify"();
 `,
 	},
 }

@@ -148,6 +148,17 @@ CREATE INDEX "send_email_failed_idx" ON "shop_jobs"."send_email" ("finished_at")
 
 DROP INDEX "shop_jobs"."send_email_finished_idx";
 
+CREATE OR REPLACE FUNCTION "shop_jobs"."send_email_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('shop_jobs.send_email', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
 ALTER TABLE "shop_jobs"."resize_image" ADD CONSTRAINT "resize_image_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
@@ -158,6 +169,17 @@ CREATE INDEX "resize_image_failed_idx" ON "shop_jobs"."resize_image" ("finished_
 
 DROP INDEX "shop_jobs"."resize_image_finished_idx";
 
+CREATE OR REPLACE FUNCTION "shop_jobs"."resize_image_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('shop_jobs.resize_image', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
 
 ALTER TABLE "shop_jobs"."charge_card" ADD CONSTRAINT "charge_card_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
@@ -167,6 +189,17 @@ CREATE INDEX "charge_card_completed_idx" ON "shop_jobs"."charge_card" ("finished
 CREATE INDEX "charge_card_failed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'failed';
 
 DROP INDEX "shop_jobs"."charge_card_finished_idx";
+
+CREATE OR REPLACE FUNCTION "shop_jobs"."charge_card_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('shop_jobs.charge_card', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
 `,
 	},
 }
