@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +74,36 @@ func newBrowser(t *testing.T, timeout time.Duration) context.Context {
 	return ctx
 }
 
+// watchConsole starts the tab and collects the errors, warnings and
+// uncaught exceptions its pages write to the console (a script blocked by
+// the Content-Security-Policy shows up here); the returned func reads them.
+func watchConsole(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
+	if err := chromedp.Do(ctx); err != nil { // start the browser and tab
+		t.Fatalf("start chromium: %v", err)
+	}
+	msgs := chromedp.Console(ctx)
+	var mu sync.Mutex
+	var bad []string
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning {
+				mu.Lock()
+				bad = append(bad, fmt.Sprintf("%s %s:%d: %s", m.Type, m.URL, m.Line+1, m.Text))
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bad)
+	}
+}
+
 // screenshot writes a full-page PNG of the current page to the screenshot
 // folder as name.png.
 func screenshot(t *testing.T, ctx context.Context, name string) {
@@ -120,6 +153,14 @@ func mountForBrowser(t *testing.T, h http.Handler) string {
 	return srv.URL + "/ops/jobs/"
 }
 
+// pauseRefresh presses the page's pause button, so that a click inside
+// the live region cannot race with its replacement.
+func pauseRefresh(t *testing.T, ctx context.Context) {
+	t.Helper()
+	step(t, ctx, "pause auto-refresh", chromedp.Click(chromedp.ID("refresh-toggle")))
+	waitJS(t, ctx, "auto-refresh is paused", `document.getElementById("refresh-toggle").getAttribute("aria-pressed") === "true"`)
+}
+
 // cellJS is a JS expression for the text of an overview cell.
 func cellJS(queue, col string) string {
 	return fmt.Sprintf(`(document.querySelector('tr[data-queue=%q] td[data-col=%q]')||{}).textContent`, queue, col)
@@ -139,6 +180,7 @@ func TestBrowserRetryFailedJob(t *testing.T) {
 	}
 	base := mountForBrowser(t, h)
 	ctx := newBrowser(t, 60*time.Second)
+	console := watchConsole(t, ctx)
 	q, id := "send_email", s.failed
 
 	step(t, ctx, "open the overview", chromedp.Navigate(base),
@@ -158,17 +200,20 @@ func TestBrowserRetryFailedJob(t *testing.T) {
 	waitJS(t, ctx, "the pending count rises in place",
 		fmt.Sprintf(`%s !== %q && window.notReloaded === true && document.getElementById("live").dataset.refreshed > 0`, cellJS(q, "pending"), pending))
 
+	pauseRefresh(t, ctx)
 	step(t, ctx, "follow the failed count",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf("tr[data-queue=%q] td[data-col=failed] a", q))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf("tr[data-job=%q]", fmt.Sprint(id)))))
 	screenshot(t, ctx, "2-queue-failed")
 
+	pauseRefresh(t, ctx)
 	step(t, ctx, "open the failed job",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf("tr[data-job=%q] th a", fmt.Sprint(id)))),
 		chromedp.WaitVisible(chromedp.ID("job-state")))
 	waitJS(t, ctx, "the job page shows the job failed", `document.getElementById("job-state").textContent === "failed"`)
 	screenshot(t, ctx, "3-job")
 
+	pauseRefresh(t, ctx)
 	step(t, ctx, "click retry",
 		chromedp.Click(chromedp.CSS(`.actions a[href$="/retry"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`form.confirm button[type=submit]`)))
@@ -180,8 +225,35 @@ func TestBrowserRetryFailedJob(t *testing.T) {
 	waitJS(t, ctx, "the job page shows the job pending", `document.getElementById("job-state").textContent === "pending"`)
 	screenshot(t, ctx, "5-job-retried")
 
+	if msgs := console(); len(msgs) > 0 {
+		t.Errorf("the pages wrote to the console:\n%s", strings.Join(msgs, "\n"))
+	}
 	rec, err := sendemail.Get(t.Context(), s.pool, id)
 	if err != nil || rec.State != skipjack.StatePending {
 		t.Fatalf("job %d after retry: %+v, %v; want it pending in the database", id, rec, err)
 	}
+}
+
+// TestBrowserJobGone opens the page of a job that is then deleted (as a
+// completed job is in a queue that keeps none): the next refresh shows why
+// the job is gone and refreshing stops, without a page load.
+func TestBrowserJobGone(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue("send_email", 4, time.Now())
+	h, err := New(Config{Queues: []skipjack.QueueAdmin{q}, RefreshInterval: 100 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := mountForBrowser(t, h)
+	ctx := newBrowser(t, 30*time.Second)
+	step(t, ctx, "open job 4", chromedp.Navigate(base+"queues/send_email/jobs/4"),
+		chromedp.WaitVisible(chromedp.ID("job-state")),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	q.mu.Lock()
+	delete(q.jobs, 4)
+	q.mu.Unlock()
+	waitJS(t, ctx, "the page says the job is gone",
+		`document.getElementById("live").textContent.includes("Queue send_email has no job 4") && window.notReloaded === true`)
+	waitJS(t, ctx, "refreshing stops", `document.getElementById("refresh-status").textContent === "Auto-refresh stopped"`)
+	screenshot(t, ctx, "6-job-gone")
 }

@@ -8,17 +8,20 @@
   if (!live || !every) return;
   var status = document.getElementById("refresh-status");
   var toggle = document.getElementById("refresh-toggle");
-  var paused = false, busy = false, timer = 0, count = 0;
+  var paused = false, stopped = false, busy = false, timer = 0, count = 0, last = "";
 
   function say(text) { if (status) status.textContent = text; }
   function schedule() {
     clearTimeout(timer);
-    if (!paused) timer = setTimeout(tick, every);
+    if (!paused && !stopped) timer = setTimeout(tick, every);
   }
   function tick() {
     // Skip a round while the tab is hidden, a fetch is under way, or the
-    // keyboard focus is inside the region (replacing it would lose it).
-    if (document.hidden || busy || live.contains(document.activeElement)) {
+    // keyboard focus or a text selection is inside the region (replacing
+    // it would lose them).
+    var sel = window.getSelection();
+    var selecting = sel && !sel.isCollapsed && live.contains(sel.anchorNode);
+    if (document.hidden || busy || selecting || live.contains(document.activeElement)) {
       schedule();
       return;
     }
@@ -29,13 +32,19 @@
       credentials: "same-origin",
       cache: "no-store"
     }).then(function (r) {
-      if (!r.ok) throw new Error("HTTP " + r.status);
+      // A page that is gone (a job deleted at completion) says so, and
+      // refreshing stops.
+      if (r.status === 404) stopped = true;
+      else if (!r.ok) throw new Error("HTTP " + r.status);
       return r.text();
     }).then(function (html) {
+      // Paused meanwhile, or the same figures: leave the page alone.
+      if (paused || html === last) return;
+      last = html;
       live.innerHTML = html;
       count++;
       live.setAttribute("data-refreshed", String(count));
-      say("Updated " + new Date().toLocaleTimeString());
+      say(stopped ? "Auto-refresh stopped" : "Updated " + new Date().toLocaleTimeString());
     }).catch(function (e) {
       say("Refresh failed (" + e.message + "), retrying");
     }).then(function () {
@@ -50,11 +59,11 @@
       paused = !paused;
       toggle.setAttribute("aria-pressed", String(paused));
       say(paused ? "Auto-refresh paused" : "Auto-refresh on");
-      if (paused) clearTimeout(timer); else tick();
+      if (paused) clearTimeout(timer); else if (!stopped) tick();
     });
   }
   document.addEventListener("visibilitychange", function () {
-    if (!document.hidden && !paused) tick();
+    if (!document.hidden && !paused && !stopped) tick();
   });
   schedule();
 })();
