@@ -46,6 +46,8 @@ func runChild(mode string) int {
 			return nil
 		}, skipjack.WorkerConfig{Concurrency: 1})
 		err = w.Run(ctx)
+	case "pollburn":
+		err = runPollBurn(ctx, pool) // pgbouncer_test.go
 	case "burn":
 		// Works demo jobs and writes the ids it completed to a file.
 		var mu sync.Mutex
@@ -91,9 +93,15 @@ func (c *child) wait() error {
 // database of pool. It is killed at cleanup if still running.
 func startChild(t *testing.T, mode string, pool *pgxpool.Pool, extraEnv ...string) *child {
 	t.Helper()
+	return startChildURL(t, mode, pool.Config().ConnString(), extraEnv...)
+}
+
+// startChildURL is startChild with the child's connection string.
+func startChildURL(t *testing.T, mode, dbURL string, extraEnv ...string) *child {
+	t.Helper()
 	c := &child{done: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), childEnv+"="+mode, childDBEnv+"="+pool.Config().ConnString())
+	c.cmd.Env = append(os.Environ(), childEnv+"="+mode, childDBEnv+"="+dbURL)
 	c.cmd.Env = append(c.cmd.Env, extraEnv...)
 	c.cmd.Stdout = &c.output
 	c.cmd.Stderr = &c.output

@@ -33,15 +33,27 @@ var execModes = []pgx.QueryExecMode{
 
 // newModePool returns a pool on a fresh database whose connections use
 // mode, with the test queues migrated through it (twice: the second run
-// finds nothing to do).
-func newModePool(t *testing.T, mode pgx.QueryExecMode, maxConns int32) *pgxpool.Pool {
+// finds nothing to do). route, if not nil, rewrites the database's URL
+// (to connect through PgBouncer).
+func newModePool(t *testing.T, mode pgx.QueryExecMode, maxConns int32, route func(string) string) *pgxpool.Pool {
 	t.Helper()
-	pool := skipjacktest.NewPoolConfig(t, func(c *pgxpool.Config) {
-		c.MaxConns = maxConns
-		c.ConnConfig.DefaultQueryExecMode = mode
-	})
+	dbURL := skipjacktest.NewDatabase(t)
+	if route != nil {
+		dbURL = route(dbURL)
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatalf("parse %s: %v", dbURL, err)
+	}
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.DefaultQueryExecMode = mode
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(pool.Close)
 	for i := range 2 {
 		if err := testqueue.Migrate(ctx, pool); err != nil {
 			t.Fatalf("migrate (run %d): %v", i+1, err)
@@ -50,29 +62,37 @@ func newModePool(t *testing.T, mode pgx.QueryExecMode, maxConns int32) *pgxpool.
 	return pool
 }
 
-// TestExecModes runs producers, workers and admin functions through pools
-// in each of pgx's query exec modes: single, batched (COPY), delayed and
-// prioritized enqueues; handlers that succeed, retry, snooze, fail
-// permanently, ack with CompleteTx, outlive a heartbeat, are cancelled
-// while running and are released at shutdown; retention pruning; Stats,
-// Get, List, Retry and Cancel. Any statement a mode cannot run shows up as
-// an error returned here or as a warning the workers log.
+// TestExecModes runs exerciseQueues through pools in each of pgx's query
+// exec modes, with workers woken by LISTEN/NOTIFY.
 func TestExecModes(t *testing.T) {
 	t.Parallel()
 	for _, mode := range execModes {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
-			testExecMode(t, mode)
+			exerciseQueues(t, newModePool(t, mode, 24, nil), false)
 		})
 	}
 }
 
-func testExecMode(t *testing.T, mode pgx.QueryExecMode) {
-	pool := newModePool(t, mode, 24)
+// exerciseQueues runs producers, workers and admin functions on pool:
+// single, batched (COPY), delayed and prioritized enqueues; handlers that
+// succeed, retry, snooze, fail permanently, ack with CompleteTx, outlive a
+// heartbeat, are cancelled while running, and run or wait prefetched at
+// shutdown; retention pruning; Stats, Get, List, Retry and Cancel. Any
+// statement that fails shows up as an error returned here or as a warning
+// the workers log. The workers poll only when pollOnly is set.
+func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	logs := newLogs(t)
-	cfg := skipjack.WorkerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond, Logger: logs.logger()}
+	cfg := skipjack.WorkerConfig{
+		Concurrency:     2,
+		PollInterval:    50 * time.Millisecond,
+		ShutdownTimeout: 100 * time.Millisecond,
+		PollOnly:        pollOnly,
+		Logger:          logs.logger(),
+	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE side (job_id bigint PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +332,6 @@ func testExecMode(t *testing.T, mode pgx.QueryExecMode) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("logs in mode %v:\n%s", mode, logs)
+		t.Logf("worker logs:\n%s", logs)
 	}
 }

@@ -1,0 +1,414 @@
+package skipjack_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
+)
+
+// Measuring throughput through PgBouncer at other sizes or in other modes:
+//
+//	go test -run TestPgBouncerWorkers -v -args -pgbouncer.jobs=50000 -pgbouncer.modes=exec,simple_protocol
+var (
+	pgbouncerJobs  = flag.Int("pgbouncer.jobs", 20_000, "jobs each run of TestPgBouncerWorkers completes")
+	pgbouncerModes = flag.String("pgbouncer.modes", "exec", "comma-separated pgx query exec modes TestPgBouncerWorkers measures")
+)
+
+// bouncerModes are the pgx query exec modes that work through PgBouncer
+// 1.18 in transaction pooling: those that send each statement's Parse,
+// Bind and Execute before one Sync, so the whole statement runs on the
+// server connection the pooler picked for it. Not among them:
+// cache_statement, which executes named statements prepared on whichever
+// server connection the pooler handed out earlier (PgBouncer 1.21+ with
+// max_prepared_statements > 0 tracks those), and describe_exec, which
+// prepares the unnamed statement, syncs, and then binds to "the unnamed
+// statement" of what may by then be another client's server connection:
+// it fails with "bind message supplies 4 parameters, but prepared
+// statement "" requires 1" or, worse, runs that client's statement.
+var bouncerModes = []pgx.QueryExecMode{
+	pgx.QueryExecModeCacheDescribe,
+	pgx.QueryExecModeExec,
+	pgx.QueryExecModeSimpleProtocol,
+}
+
+// pgBouncer is a PgBouncer process started by a test.
+type pgBouncer struct {
+	port int
+}
+
+// route returns dbURL (a URL or keyword/value string naming a database of
+// the test server) rewritten to reach the same database through b.
+func (b *pgBouncer) route(t testing.TB, dbURL string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatalf("parse %s: %v", dbURL, err)
+	}
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.User(cfg.User),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)),
+		Path:     "/" + cfg.Database,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// startPgBouncer starts Debian's PgBouncer in transaction pooling on a
+// free local port, in front of the test server, and stops it at cleanup.
+// It skips the test when no pgbouncer binary is installed (.ci/run
+// installs one).
+func startPgBouncer(t *testing.T) *pgBouncer {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		bin = "/usr/sbin/pgbouncer" // Debian installs it outside a user's PATH
+		if _, err := os.Stat(bin); err != nil {
+			t.Skip("pgbouncer is not installed (apt-get install pgbouncer); skipping the PgBouncer tests")
+		}
+	}
+	base, err := skipjacktest.ServerURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pgx.ParseConfig(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", base, err)
+	}
+	port := freePort(t)
+
+	// PgBouncer refuses to run as root: it then runs as postgres, which
+	// must be able to read its files.
+	dir, err := os.MkdirTemp("", "skipjack-pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := fmt.Sprintf("host=%s port=%d", server.Host, server.Port)
+	if server.Password != "" {
+		target += " password=" + server.Password
+	}
+	ini := fmt.Sprintf(`[databases]
+* = %s
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 10
+server_reset_query =
+ignore_startup_parameters = extra_float_digits
+`, target, port, filepath.Join(dir, "users.txt"))
+	if err := os.WriteFile(filepath.Join(dir, "users.txt"), fmt.Appendf(nil, "%q \"\"\n", server.User), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iniPath := filepath.Join(dir, "pgbouncer.ini")
+	if err := os.WriteFile(iniPath, []byte(ini), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			t.Fatalf("pgbouncer refuses to run as root and there is no postgres user to run it as: %v", err)
+		}
+		args = append(args, "-u", "postgres")
+	}
+	cmd := exec.Command(bin, append(args, iniPath)...)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start pgbouncer: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM) // immediate shutdown
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("pgbouncer output:\n%s", out.String())
+		}
+	})
+
+	b := &pgBouncer{port: port}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("pgbouncer exited at start (%v):\n%s", err, out.String())
+		default:
+		}
+		if err := pingURL(b.route(t, base)); err == nil {
+			return b
+		} else if time.Now().After(deadline) {
+			t.Fatalf("pgbouncer did not accept connections within 10s: %v\n%s", err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freePort returns a local TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// pingURL connects to u and runs one query.
+func pingURL(u string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's output and a reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPgBouncer runs exerciseQueues through PgBouncer in transaction
+// pooling with polling workers, in each exec mode that PgBouncer 1.18
+// supports; the pools also migrate the schema through it.
+func TestPgBouncer(t *testing.T) {
+	t.Parallel()
+	b := startPgBouncer(t)
+	for _, mode := range bouncerModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			pool := newModePool(t, mode, 24, func(u string) string { return b.route(t, u) })
+			exerciseQueues(t, pool, true)
+		})
+	}
+}
+
+// TestPgBouncerMigrate runs Migrate from eight goroutines at once through
+// PgBouncer in transaction pooling, where consecutive statements of one
+// client may run on different server sessions: a session advisory lock
+// would be taken on one and released (or not) on another. All calls
+// succeed, each migration is recorded once, and a later call is a no-op.
+func TestPgBouncerMigrate(t *testing.T) {
+	t.Parallel()
+	b := startPgBouncer(t)
+	dbURL := skipjacktest.NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(b.route(t, dbURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.MaxConns = 16
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = testqueue.Migrate(ctx, pool) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("Migrate through PgBouncer: %v", err)
+	}
+	ups, err := filepath.Glob("internal/testqueue/migrations/*.up.sql")
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("no generated migrations found: %v", err)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack._skipjack_migrations WHERE config = 'testqueue'`); n != int64(len(ups)) {
+		t.Errorf("%d migrations recorded, want the %d generated ones", n, len(ups))
+	}
+	if err := testqueue.Migrate(ctx, pool); err != nil {
+		t.Errorf("Migrate again: %v", err)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); n != 0 {
+		t.Errorf("%d advisory locks still held after Migrate returned, want 0", n)
+	}
+}
+
+// burnWorkers is how many worker processes TestPgBouncerWorkers runs.
+const burnWorkers = 4
+
+// TestPgBouncerWorkers completes the same number of jobs with four
+// polling worker processes, once connected directly and once through
+// PgBouncer in transaction pooling, and checks that every job ran exactly
+// once. It logs both throughputs. By default it runs in pgx's exec mode
+// with 20,000 jobs (see the flags above).
+func TestPgBouncerWorkers(t *testing.T) {
+	t.Parallel()
+	b := startPgBouncer(t)
+	for _, name := range strings.Split(*pgbouncerModes, ",") {
+		mode, ok := parseExecMode(name)
+		if !ok {
+			t.Fatalf("-pgbouncer.modes: unknown mode %q", name)
+		}
+		direct := burnThrough(t, mode, nil)
+		if !slices.Contains(bouncerModes, mode) {
+			t.Logf("%d processes, %d jobs, %v: direct %.0f jobs/s; PgBouncer 1.18 cannot run this mode", burnWorkers, *pgbouncerJobs, mode, direct)
+			continue
+		}
+		bounced := burnThrough(t, mode, func(u string) string { return b.route(t, u) })
+		t.Logf("%d processes, %d jobs, %v: direct %.0f jobs/s, through PgBouncer %.0f jobs/s (%.0f%%)",
+			burnWorkers, *pgbouncerJobs, mode, direct, bounced, 100*bounced/direct)
+	}
+}
+
+// burnThrough enqueues the jobs on a fresh database, works them off with
+// burnWorkers child processes connected through route (directly when nil)
+// in mode, checks that each ran once and returns the jobs per second.
+func burnThrough(t *testing.T, mode pgx.QueryExecMode, route func(string) string) float64 {
+	t.Helper()
+	pool := newQueues(t, 4)
+	n := *pgbouncerJobs
+	enqueueDemo(t, pool, n)
+	workerURL := pool.Config().ConnString()
+	if route != nil {
+		workerURL = route(workerURL)
+	}
+	workerURL = withParams(t, workerURL, "default_query_exec_mode="+execModeName(mode), fmt.Sprintf("pool_max_conns=%d", pollBurnConcurrency+3))
+
+	begin := time.Now()
+	dir := t.TempDir()
+	children := make([]*child, burnWorkers)
+	for i := range children {
+		children[i] = startChildURL(t, "pollburn", workerURL, childOutEnv+"="+filepath.Join(dir, strconv.Itoa(i)))
+	}
+	waitFor(t, 2*time.Minute, "the queue to be empty", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
+	})
+	took := time.Since(begin)
+	runs := newTally()
+	for i, c := range children {
+		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatalf("signal child: %v", err)
+		}
+		if err := c.wait(); err != nil {
+			t.Fatalf("child exited with %v; output:\n%s", err, c.output.String())
+		}
+		ids := readIDs(t, filepath.Join(dir, strconv.Itoa(i)))
+		if len(ids) == 0 {
+			t.Errorf("child %d ran no job", i)
+		}
+		for _, id := range ids {
+			runs.add(id)
+		}
+	}
+	if runs.len() != n {
+		t.Errorf("%d distinct jobs ran, want %d", runs.len(), n)
+	}
+	if d := runs.duplicates(); d != 0 {
+		t.Errorf("%d jobs ran more than once", d)
+	}
+	return float64(n) / took.Seconds()
+}
+
+// execModeName returns mode's name as pgx's default_query_exec_mode
+// connection parameter spells it.
+func execModeName(mode pgx.QueryExecMode) string {
+	return strings.ReplaceAll(mode.String(), " ", "_")
+}
+
+// parseExecMode returns the mode execModeName calls name.
+func parseExecMode(name string) (pgx.QueryExecMode, bool) {
+	for _, m := range execModes {
+		if execModeName(m) == name {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+// withParams adds query parameters to a connection URL.
+func withParams(t testing.TB, u string, params ...string) string {
+	t.Helper()
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return u + " " + strings.Join(params, " ")
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + strings.Join(params, "&")
+}
+
+// pollBurnConcurrency is the Concurrency of a "pollburn" child's worker.
+const pollBurnConcurrency = 32
+
+// runPollBurn is the "pollburn" child: a polling demo worker (no LISTEN, as
+// PgBouncer's transaction pooling needs) that writes the ids it completed
+// to a file when it stops.
+func runPollBurn(ctx context.Context, pool *pgxpool.Pool) error {
+	var mu sync.Mutex
+	var ids []int64
+	w := demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+		mu.Lock()
+		ids = append(ids, job.ID)
+		mu.Unlock()
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: pollBurnConcurrency, PollOnly: true})
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintln(&b, id)
+	}
+	return os.WriteFile(os.Getenv(childOutEnv), []byte(b.String()), 0o644)
+}
