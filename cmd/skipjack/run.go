@@ -34,6 +34,9 @@ type options struct {
 	asJSON  bool
 	listen  string // ui
 	actions bool   // ui
+	// allowBreaking: generate and check accept payload changes that
+	// break queued jobs, printing them.
+	allowBreaking bool
 }
 
 // A command is one subcommand of the CLI with the flags it accepts.
@@ -51,14 +54,16 @@ type command struct {
 
 var commands = []command{
 	{
-		name: "generate", synopsis: "[-f skipjack.yaml]",
+		name: "generate", synopsis: "[-f skipjack.yaml] [--allow-breaking]",
 		summary: "write the migrations, sqlc code and queue packages the YAML declares",
-		run:     func(o options, e env) error { return generate(o.file, e) },
+		flags:   breakingFlags,
+		run:     func(o options, e env) error { return generate(o.file, o.allowBreaking, e) },
 	},
 	{
-		name: "check", synopsis: "[-f skipjack.yaml]",
+		name: "check", synopsis: "[-f skipjack.yaml] [--allow-breaking]",
 		summary: "write nothing; list every generated file that is changed, missing or\n             stale and every migration the YAML needs, and exit 1 if there are any",
-		run:     func(o options, e env) error { return check(o.file, e) },
+		flags:   breakingFlags,
+		run:     func(o options, e env) error { return check(o.file, o.allowBreaking, e) },
 	},
 	{
 		name: "migrate", synopsis: "[-f skipjack.yaml] [--database-url URL]",
@@ -177,20 +182,34 @@ var errReported = errors.New("failure already reported")
 
 // load loads the config and generates its files in memory.
 func load(file string, e env) (*config.Config, *generator.Output, error) {
+	return loadAllowing(file, false, e)
+}
+
+// breakingFlags adds --allow-breaking (generate, check).
+func breakingFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.allowBreaking, "allow-breaking", false, "accept payload changes that break jobs already queued, listing them")
+}
+
+// loadAllowing is load that, with allowBreaking, generates despite payload
+// changes that break jobs already queued, and prints each one it allowed.
+func loadAllowing(file string, allowBreaking bool, e env) (*config.Config, *generator.Output, error) {
 	cfg, err := config.Load(file)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := generator.Generate(cfg, generator.Options{SQLC: e.sqlc})
+	out, err := generator.Generate(cfg, generator.Options{SQLC: e.sqlc, AllowBreaking: allowBreaking})
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, x := range out.AllowedBreaking {
+		fmt.Fprintln(e.stderr, x.Error())
 	}
 	return cfg, out, nil
 }
 
-func generate(file string, e env) error {
+func generate(file string, allowBreaking bool, e env) error {
 	start := time.Now()
-	cfg, out, err := load(file, e)
+	cfg, out, err := loadAllowing(file, allowBreaking, e)
 	if err != nil {
 		return err
 	}
@@ -210,8 +229,8 @@ func generate(file string, e env) error {
 	return nil
 }
 
-func check(file string, e env) error {
-	cfg, out, err := load(file, e)
+func check(file string, allowBreaking bool, e env) error {
+	cfg, out, err := loadAllowing(file, allowBreaking, e)
 	if err != nil {
 		return err
 	}
