@@ -6,6 +6,14 @@ INSERT INTO "skipjack"."resize_image" ("payload", "run_at", "priority")
 VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint)
 RETURNING "id";
 
+-- name: EnqueueQuiet :one
+-- EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
+WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
+INSERT INTO "skipjack"."resize_image" ("payload", "run_at", "priority")
+SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint
+FROM quiet
+RETURNING "id";
+
 -- name: EnqueueCopy :copyfrom
 -- EnqueueCopy inserts many jobs due now with COPY.
 INSERT INTO "skipjack"."resize_image" ("payload", "priority") VALUES ($1, $2);

@@ -205,6 +205,27 @@ type EnqueueCopyAtParams struct {
 	RunAt    time.Time
 }
 
+const enqueueQuiet = `-- name: EnqueueQuiet :one
+WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
+INSERT INTO "skipjack"."resize_image" ("payload", "run_at", "priority")
+SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint
+FROM quiet
+RETURNING "id"
+`
+
+// EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
+func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
+	row := q.db.QueryRow(ctx, enqueueQuiet,
+		payload,
+		runAt,
+		delay,
+		priority,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const get = `-- name: Get :one
 SELECT "id", "state", "attempt", "max_attempts", "priority", "run_at", "created_at", "finished_at",
        "lease_expires_at", "worker", "rescues", "errors", "payload"
