@@ -70,6 +70,7 @@ type Handler struct {
 	origins *http.CrossOriginProtection
 	views   *views
 	now     func() time.Time
+	figures sharedFigures
 }
 
 // New checks cfg and returns the dashboard's handler.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -520,5 +521,40 @@ func TestFormatDuration(t *testing.T) {
 		if got := formatDuration(tt.d); got != tt.want {
 			t.Errorf("formatDuration(%v) = %q, want %q", tt.d, got, tt.want)
 		}
+	}
+}
+
+// TestOverviewFiguresAreShared checks that concurrent overviews share one
+// round of Stats per queue, and that figures older than overviewMaxAge are
+// read again.
+func TestOverviewFiguresAreShared(t *testing.T) {
+	t.Parallel()
+	h, alpha := newTestHandler(t, Config{})
+	statsCalls := func() int {
+		alpha.mu.Lock()
+		defer alpha.mu.Unlock()
+		return alpha.stats
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if res, _ := do(t, h, httptest.NewRequest("GET", "/", nil)); res.StatusCode != http.StatusOK {
+				t.Errorf("status %d", res.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if got := statsCalls(); got != 1 {
+		t.Fatalf("8 concurrent overviews called Stats %d times, want 1", got)
+	}
+	h.now = func() time.Time { return testNow.Add(overviewMaxAge - time.Millisecond) }
+	do(t, h, httptest.NewRequest("GET", "/", nil))
+	if got := statsCalls(); got != 1 {
+		t.Fatalf("an overview within overviewMaxAge called Stats again (%d calls)", got)
+	}
+	h.now = func() time.Time { return testNow.Add(overviewMaxAge) }
+	do(t, h, httptest.NewRequest("GET", "/", nil))
+	if got := statsCalls(); got != 2 {
+		t.Fatalf("an overview after overviewMaxAge: %d Stats calls, want 2", got)
 	}
 }

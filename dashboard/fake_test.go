@@ -21,6 +21,7 @@ type fakeQueue struct {
 	jobs    map[int64]*skipjack.Record[json.RawMessage]
 	err     error // returned by every call when set
 	lists   []skipjack.ListParams
+	stats   int // Stats calls
 	retries []int64
 	cancels []int64
 }
@@ -61,6 +62,7 @@ func (q *fakeQueue) Name() string { return q.name }
 func (q *fakeQueue) Stats(context.Context) (skipjack.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.stats++
 	var s skipjack.Stats
 	if q.err != nil {
 		return s, q.err

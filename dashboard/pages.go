@@ -38,20 +38,7 @@ type overviewData struct {
 
 // overview serves the page of all queues.
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, seg []string) {
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.QueryTimeout)
-	defer cancel()
-	now := h.now()
-	rows := make([]queueRow, len(h.names))
-	sem := make(chan struct{}, statsParallelism)
-	var wg sync.WaitGroup
-	for i, name := range h.names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			rows[i] = h.queueRow(ctx, name, now)
-		})
-	}
-	wg.Wait()
+	rows, at := h.overviewRows(r.Context())
 	d := overviewData{Rows: rows}
 	for _, row := range rows {
 		d.Total.Stats.Pending += row.Stats.Pending
@@ -63,9 +50,53 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, seg []string)
 		d.Total.Completed += row.Completed
 		d.Total.Failed += row.Failed
 	}
-	p := h.newPage(seg, "Queues", now)
+	p := h.newPage(seg, "Queues", at)
 	p.Data = d
 	h.render(w, r, http.StatusOK, "overview", p)
+}
+
+// overviewMaxAge is how long requests share the overview's figures: any
+// number of open, auto-refreshing overviews cost the database at most one
+// round of Stats and Finished per queue per overviewMaxAge.
+const overviewMaxAge = time.Second
+
+// sharedFigures are the overview's figures as of at, shared between
+// requests. mu is held while they are read from the database, so that
+// concurrent requests wait for one computation instead of each starting
+// their own.
+type sharedFigures struct {
+	mu   sync.Mutex
+	at   time.Time
+	rows []queueRow
+}
+
+// overviewRows returns every queue's figures and the time they are as of:
+// the shared ones while younger than overviewMaxAge, else fresh ones.
+func (h *Handler) overviewRows(ctx context.Context) ([]queueRow, time.Time) {
+	f := &h.figures
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := h.now()
+	if age := now.Sub(f.at); f.rows != nil && age >= 0 && age < overviewMaxAge {
+		return f.rows, f.at
+	}
+	// Other requests may be waiting for these figures: do not let this
+	// request's cancellation fail them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.QueryTimeout)
+	defer cancel()
+	rows := make([]queueRow, len(h.names))
+	sem := make(chan struct{}, statsParallelism)
+	var wg sync.WaitGroup
+	for i, name := range h.names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i] = h.queueRow(ctx, name, now)
+		})
+	}
+	wg.Wait()
+	f.rows, f.at = rows, now
+	return rows, now
 }
 
 // queueRow reads one queue's figures for the overview.
