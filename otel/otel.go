@@ -1,0 +1,277 @@
+// Package skipjackotel reports skipjack workers to OpenTelemetry: metrics
+// of every attempt, claim and acknowledgement, queue depth gauges, and one
+// trace span per attempt. It is its own module, so the runtime stays
+// dependent on pgx alone.
+//
+//	import skipjackotel "github.com/skipjack-dev/skipjack/otel"
+//
+//	hooks, err := skipjackotel.New() // global providers, or WithMeterProvider/WithTracerProvider
+//	w := sendemail.NewWorker(pool, handle, skipjack.WorkerConfig{Hooks: hooks})
+//	reg, err := skipjackotel.ObserveQueues([]skipjack.QueueAdmin{sendemail.Admin(pool)})
+//
+// Metrics (names as OpenTelemetry sees them; the Prometheus exporter turns
+// skipjack.job.attempts into skipjack_job_attempts_total and
+// skipjack.job.duration, in seconds, into skipjack_job_duration_seconds):
+//
+//   - skipjack.job.attempts (counter; queue, outcome): attempts by outcome:
+//     completed, retried, snoozed, failed, cancelled, lease_lost.
+//   - skipjack.job.duration (histogram, s; queue, outcome): handler run time.
+//   - skipjack.job.wait (histogram, s; queue): from a job's run_at to the
+//     start of its attempt, i.e. how far workers lag behind due jobs.
+//   - skipjack.claim.duration (histogram, s; queue): claim statements.
+//   - skipjack.claim.jobs (counter; queue): jobs claimed.
+//   - skipjack.ack.duration (histogram, s; queue, op): batched result
+//     writes; op is complete or resolve.
+//   - skipjack.ack.lost (counter; queue, op): results that matched no
+//     running attempt because the lease was lost; those jobs may run again.
+//   - skipjack.db.errors (counter; queue, op): failed claim, complete and
+//     resolve statements (the worker retries them with backoff).
+//   - skipjack.queue.jobs (gauge; queue, state) and
+//     skipjack.queue.oldest_pending_age (gauge, s; queue): from each
+//     queue's Stats at collection time (ObserveQueues).
+//
+// Traces: one span per attempt, named "process <queue>", of kind consumer,
+// started right before the handler with the handler's context, so spans
+// the handler starts are its children. The span carries the job's id,
+// attempt and outcome; a failed attempt records its error and an Error
+// status. Each attempt's span is the root of its own trace: carrying the
+// enqueuer's trace context through the job row into the handler needs a
+// column the queue tables do not have yet, and is left out.
+package skipjackotel
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of the meters and tracers.
+const ScopeName = "github.com/skipjack-dev/skipjack/otel"
+
+// durationBuckets are the histogram bounds, in seconds: from a fast
+// statement to a handler that runs for minutes.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// Option configures New and ObserveQueues.
+type Option func(*config)
+
+type config struct {
+	mp           metric.MeterProvider
+	tp           trace.TracerProvider
+	statsTimeout time.Duration
+}
+
+// WithMeterProvider sets the meter provider. Default otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// WithTracerProvider sets the tracer provider. Default
+// otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// WithStatsTimeout bounds each queue's Stats query in ObserveQueues.
+// Default 5s.
+func WithStatsTimeout(d time.Duration) Option { return func(c *config) { c.statsTimeout = d } }
+
+func newConfig(opts []Option) config {
+	c := config{statsTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	return c
+}
+
+// Hooks reports worker events to OpenTelemetry. Set it as
+// skipjack.WorkerConfig.Hooks (one value may serve every worker of a
+// process); combine it with other hooks with skipjack.MultiHooks. Create it
+// with New.
+type Hooks struct {
+	tracer    trace.Tracer
+	attempts  metric.Int64Counter
+	duration  metric.Float64Histogram
+	wait      metric.Float64Histogram
+	claimTime metric.Float64Histogram
+	claimJobs metric.Int64Counter
+	ackTime   metric.Float64Histogram
+	ackLost   metric.Int64Counter
+	dbErrors  metric.Int64Counter
+}
+
+// The hooks Hooks implements.
+var (
+	_ skipjack.Hooks        = (*Hooks)(nil)
+	_ skipjack.JobStartHook = (*Hooks)(nil)
+	_ skipjack.JobEndHook   = (*Hooks)(nil)
+	_ skipjack.ClaimHook    = (*Hooks)(nil)
+	_ skipjack.AckHook      = (*Hooks)(nil)
+)
+
+// New returns Hooks recording to the configured providers.
+func New(opts ...Option) (*Hooks, error) {
+	c := newConfig(opts)
+	m := c.mp.Meter(ScopeName)
+	h := &Hooks{tracer: c.tp.Tracer(ScopeName)}
+	var errs []error
+	seconds := func(name, desc string) metric.Float64Histogram {
+		hist, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		errs = append(errs, err)
+		return hist
+	}
+	count := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	h.attempts = count("skipjack.job.attempts", "{attempt}", "Job attempts by queue and outcome.")
+	h.duration = seconds("skipjack.job.duration", "How long job handlers ran, by queue and outcome.")
+	h.wait = seconds("skipjack.job.wait", "How long due jobs waited for a worker: from run_at to the start of the attempt.")
+	h.claimTime = seconds("skipjack.claim.duration", "How long claim statements took.")
+	h.claimJobs = count("skipjack.claim.jobs", "{job}", "Jobs claimed.")
+	h.ackTime = seconds("skipjack.ack.duration", "How long batched result writes (complete, resolve) took.")
+	h.ackLost = count("skipjack.ack.lost", "{job}", "Job results that matched no running attempt (lease lost); those jobs may run again.")
+	h.dbErrors = count("skipjack.db.errors", "{error}", "Failed claim, complete and resolve statements.")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// spanKey holds the attempt's span in the context JobStart returns, so
+// JobEnd ends this adapter's span even when other hooks or the handler
+// derive contexts with spans of their own.
+type spanKey struct{}
+
+// JobStart starts the attempt's span and records how long the job waited.
+func (h *Hooks) JobStart(ctx context.Context, job skipjack.JobInfo) context.Context {
+	h.wait.Record(ctx, max(time.Since(job.RunAt), 0).Seconds(), metric.WithAttributes(attribute.String("queue", job.Queue)))
+	ctx, span := h.tracer.Start(ctx, "process "+job.Queue,
+		trace.WithNewRoot(),
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "skipjack"),
+			attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.destination.name", job.Queue),
+			attribute.String("messaging.message.id", strconv.FormatInt(job.ID, 10)),
+			attribute.Int("skipjack.job.attempt", job.Attempt),
+			attribute.Int("skipjack.job.max_attempts", job.MaxAttempts),
+			attribute.String("skipjack.worker", job.Worker),
+		))
+	return context.WithValue(ctx, spanKey{}, span)
+}
+
+// JobEnd counts the attempt, records its duration and ends its span.
+func (h *Hooks) JobEnd(ctx context.Context, job skipjack.JobInfo, res skipjack.AttemptResult) {
+	attrs := metric.WithAttributes(attribute.String("queue", job.Queue), attribute.String("outcome", string(res.Outcome)))
+	h.attempts.Add(ctx, 1, attrs)
+	h.duration.Record(ctx, res.Took.Seconds(), attrs)
+
+	span, ok := ctx.Value(spanKey{}).(trace.Span)
+	if !ok {
+		return
+	}
+	span.SetAttributes(attribute.String("skipjack.outcome", string(res.Outcome)))
+	if res.Delay > 0 {
+		span.SetAttributes(attribute.Float64("skipjack.retry_in_seconds", res.Delay.Seconds()))
+	}
+	if res.Err != nil && res.Outcome != skipjack.OutcomeSnoozed {
+		span.RecordError(res.Err)
+		span.SetStatus(codes.Error, res.Err.Error())
+	}
+	span.End()
+}
+
+// ClaimDone records a claim statement.
+func (h *Hooks) ClaimDone(c skipjack.ClaimInfo) {
+	ctx := context.Background()
+	q := attribute.String("queue", c.Queue)
+	h.claimTime.Record(ctx, c.Took.Seconds(), metric.WithAttributes(q))
+	if c.Err != nil {
+		h.dbErrors.Add(ctx, 1, metric.WithAttributes(q, attribute.String("op", "claim")))
+		return
+	}
+	h.claimJobs.Add(ctx, int64(c.Jobs), metric.WithAttributes(q))
+}
+
+// AckDone records a batched write of results.
+func (h *Hooks) AckDone(a skipjack.AckInfo) {
+	ctx := context.Background()
+	attrs := metric.WithAttributes(attribute.String("queue", a.Queue), attribute.String("op", a.Op))
+	h.ackTime.Record(ctx, a.Took.Seconds(), attrs)
+	if a.Err != nil {
+		h.dbErrors.Add(ctx, 1, attrs)
+		return
+	}
+	if lost := a.Jobs - a.Matched; lost > 0 {
+		h.ackLost.Add(ctx, int64(lost), attrs)
+	}
+}
+
+// JobDone does nothing: JobEnd reports the same attempt with its outcome.
+func (h *Hooks) JobDone(string, int64, int, time.Duration, error) {}
+
+// Claimed does nothing: ClaimDone reports the same statement.
+func (h *Hooks) Claimed(string, int, time.Duration) {}
+
+// ObserveQueues registers the gauges skipjack.queue.jobs (by queue and
+// state: pending, scheduled, running, completed, failed) and
+// skipjack.queue.oldest_pending_age (seconds, by queue), read with each
+// queue's Stats (one query per queue, bounded by WithStatsTimeout) every
+// time the meter provider collects. Pass each generated package's
+// Admin(pool). A queue whose Stats fails is left out of that collection
+// and the error goes to otel.Handle. Unregister the returned registration
+// to stop.
+func ObserveQueues(queues []skipjack.QueueAdmin, opts ...Option) (metric.Registration, error) {
+	c := newConfig(opts)
+	m := c.mp.Meter(ScopeName)
+	depth, err := m.Int64ObservableGauge("skipjack.queue.jobs", metric.WithUnit("{job}"),
+		metric.WithDescription("Jobs in the queue table by state: pending (due), scheduled (pending, run_at in the future), running, completed (retained), failed."))
+	if err != nil {
+		return nil, err
+	}
+	age, err := m.Float64ObservableGauge("skipjack.queue.oldest_pending_age", metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest due pending job: how far the queue is behind."))
+	if err != nil {
+		return nil, err
+	}
+	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		var errs []error
+		for _, q := range queues {
+			sctx, cancel := context.WithTimeout(ctx, c.statsTimeout)
+			s, err := q.Stats(sctx)
+			cancel()
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			name := attribute.String("queue", q.Name())
+			for _, x := range []struct {
+				state string
+				n     int64
+			}{
+				{skipjack.StatePending, s.Pending}, {"scheduled", s.Scheduled}, {skipjack.StateRunning, s.Running},
+				{skipjack.StateCompleted, s.Completed}, {skipjack.StateFailed, s.Failed},
+			} {
+				o.ObserveInt64(depth, x.n, metric.WithAttributes(name, attribute.String("state", x.state)))
+			}
+			o.ObserveFloat64(age, s.OldestPending.Seconds(), metric.WithAttributes(name))
+		}
+		if err := errors.Join(errs...); err != nil {
+			otel.Handle(err)
+		}
+		return nil
+	}, depth, age)
+}
