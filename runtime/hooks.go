@@ -52,9 +52,9 @@ const (
 	// OutcomeFailed: the job is failed for good: the handler returned
 	// Permanent, the last attempt failed, or the payload did not decode.
 	OutcomeFailed Outcome = "failed"
-	// OutcomeCancelled: an operator cancelled the running job (its
-	// handler's context was cancelled with ErrCancelled) and the handler
-	// returned an error; the job ends failed.
+	// OutcomeCancelled: an operator cancelled the job while it ran (its
+	// handler's context was cancelled with ErrCancelled); the job ends
+	// failed whatever the handler returned.
 	OutcomeCancelled Outcome = "cancelled"
 	// OutcomeLeaseLost: the worker lost the job's lease while the handler
 	// ran (its context was cancelled with ErrLeaseLost); the result is
@@ -65,9 +65,9 @@ const (
 // AttemptResult is how one attempt of a job ended.
 type AttemptResult struct {
 	// Outcome says what happens to the job next, as the worker knows it
-	// when the handler returns: an operator's cancel the worker has not
-	// seen yet (it learns of it at its next heartbeat) still fails a job
-	// whose handler returned an error, whatever this says.
+	// when the handler returns: a cancel the worker has not seen yet (it
+	// learns of cancels at its next heartbeat) still fails the job when
+	// the result is written, whatever this says.
 	Outcome Outcome
 	// Err is the handler's error, nil when it returned nil. A timeout is
 	// reported as an error saying so (wrapping the handler's own error, if

@@ -67,17 +67,18 @@ func (r *runner[T]) jobEnd(ctx context.Context, job *skipjack.Job[T], took time.
 }
 
 // attemptOutcome says what an attempt's result does to its job, the way
-// the Resolve statement decides it: a job whose operator asked to cancel
-// it fails, a retry of the last attempt fails. cause is the cause of the
-// handler context's cancellation, if any.
+// the database decides it: the result of an attempt whose lease was lost
+// is dropped, a job an operator cancelled while it ran fails whatever its
+// handler returned, a retry of the last attempt fails. cause is the cause
+// of the handler context's cancellation, if any.
 func attemptOutcome(attempt, maxAttempts int, err error, res Resolution, cause error) (skipjack.Outcome, time.Duration) {
 	switch {
-	case err == nil:
-		return skipjack.OutcomeCompleted, 0
 	case errors.Is(cause, skipjack.ErrLeaseLost):
 		return skipjack.OutcomeLeaseLost, 0
 	case errors.Is(cause, skipjack.ErrCancelled):
 		return skipjack.OutcomeCancelled, 0
+	case err == nil:
+		return skipjack.OutcomeCompleted, 0
 	}
 	switch res.Outcome {
 	case OutcomeSnooze:

@@ -10,8 +10,8 @@ import (
 )
 
 // TestAttemptOutcome checks the outcome hooks report for each handler
-// result, mirroring the Resolve statement: a retry of the last attempt
-// fails, and a cancelled or lost attempt says so whatever it returned.
+// result, mirroring the database: a retry of the last attempt fails, and
+// a cancelled or lost attempt says so whatever its handler returned.
 func TestAttemptOutcome(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
@@ -26,7 +26,8 @@ func TestAttemptOutcome(t *testing.T) {
 		wantDelay    time.Duration
 	}{
 		{"nil completes", 1, 3, nil, Resolution{}, nil, skipjack.OutcomeCompleted, 0},
-		{"nil completes even if cancelled", 1, 3, nil, Resolution{}, skipjack.ErrCancelled, skipjack.OutcomeCompleted, 0},
+		{"cancelled while running fails even with nil", 1, 3, nil, Resolution{}, skipjack.ErrCancelled, skipjack.OutcomeCancelled, 0},
+		{"a lost lease drops nil too", 1, 3, nil, Resolution{}, skipjack.ErrLeaseLost, skipjack.OutcomeLeaseLost, 0},
 		{"error retries", 2, 3, boom, retry, nil, skipjack.OutcomeRetried, time.Second},
 		{"last attempt fails", 3, 3, boom, retry, nil, skipjack.OutcomeFailed, 0},
 		{"over the last attempt fails", 4, 3, boom, retry, nil, skipjack.OutcomeFailed, 0},
