@@ -123,7 +123,7 @@ type quietQueries interface {
 
 // slotQueries are the extra queries of a queue with periodic jobs.
 type slotQueries interface {
-	EnqueueSlot(ctx context.Context, schedule int32, slot time.Time, payload string) (int64, error)
+	EnqueueSlot(ctx context.Context, payload string, schedule int32, slot time.Time) (int64, error)
 	LastSlot(ctx context.Context, schedule int32) (time.Time, error)
 }
 

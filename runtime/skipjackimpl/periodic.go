@@ -171,7 +171,7 @@ func (r *runner[T]) insertMissed(s Schedule, latest time.Time) {
 func (r *runner[T]) insertSlot(s Schedule, slot time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
-	id, err := r.w.slots.EnqueueSlot(ctx, int32(s.Index), slot, s.Payload)
+	id, err := r.w.slots.EnqueueSlot(ctx, s.Payload, int32(s.Index), slot)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // another process inserted this slot
 	}

@@ -26,7 +26,18 @@ type Queue[P any] struct {
 // NewQueue returns the queue described by spec whose SQL is bind(db), the
 // sqlc Queries of the queue's package. The type parameters other than P
 // are inferred from bind.
+//
+// It panics when spec declares a unique key or schedules but the queries
+// lack the methods (with the signatures) the runtime calls for them, which
+// would otherwise turn those features off silently.
 func NewQueue[P any, C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow](spec QueueSpec, bind func(DBTX) Queries[C, H, G, L, S, E, A]) *Queue[P] {
+	q := bind(nil)
+	if _, ok := q.(uniqueQueries); spec.Unique && !ok {
+		panic(fmt.Sprintf("skipjack: queue %s has a unique key but its generated queries lack Duplicate or EnqueueBatch with the signatures this runtime calls; regenerate it with a matching skipjack", spec.Name))
+	}
+	if _, ok := q.(slotQueries); len(spec.Schedules) > 0 && !ok {
+		panic(fmt.Sprintf("skipjack: queue %s has schedules but its generated queries lack EnqueueSlot or LastSlot with the signatures this runtime calls; regenerate it with a matching skipjack", spec.Name))
+	}
 	return &Queue[P]{
 		spec: spec.withDefaults(),
 		bind: func(db DBTX) queries { return binding[C, H, G, L, S, E, A]{q: bind(db)} },
