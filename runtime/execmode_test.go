@@ -17,6 +17,8 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/kept"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/ranked"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/slow"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/tock"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/uniq"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 )
 
@@ -323,6 +325,7 @@ func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
 	for _, stop := range stops {
 		stop()
 	}
+	exerciseUniqueAndPeriodic(t, ctx, pool, cfg)
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "shutdown timeout passed") {
 			continue // the demo job running at shutdown
@@ -333,5 +336,53 @@ func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
 	}
 	if t.Failed() {
 		t.Logf("worker logs:\n%s", logs)
+	}
+}
+
+// exerciseUniqueAndPeriodic covers the queries of unique and periodic
+// queues for exerciseQueues: duplicates refused by Enqueue and skipped by
+// EnqueueMany, and a periodic schedule (with missed: once, which reads the
+// last slot at start) inserting jobs that a worker runs.
+func exerciseUniqueAndPeriodic(t *testing.T, ctx context.Context, pool *pgxpool.Pool, cfg skipjack.WorkerConfig) {
+	t.Helper()
+	first, err := uniq.Enqueue(ctx, pool, uniq.Payload{Key: "a", N: 1})
+	if err != nil {
+		t.Fatalf("uniq Enqueue: %v", err)
+	}
+	if id, err := uniq.Enqueue(ctx, pool, uniq.Payload{Key: "a", N: 2}); !errors.Is(err, skipjack.ErrDuplicate) || id != first {
+		t.Fatalf("uniq Enqueue of a duplicate = %d, %v; want %d, ErrDuplicate", id, err, first)
+	}
+	if n, err := uniq.EnqueueMany(ctx, pool, []uniq.Payload{{Key: "a"}, {Key: "b"}, {Key: "c"}, {Key: "c"}}); err != nil || n != 2 {
+		t.Fatalf("uniq EnqueueMany = %d, %v; want 2 (b and c), nil", n, err)
+	}
+	uniqRuns := newTally()
+	stopUniq := start(t, uniq.NewWorker(pool, func(ctx context.Context, job *uniq.Job) error {
+		uniqRuns.add(job.ID)
+		return nil
+	}, cfg))
+	ticks := make(chan int64, 10)
+	stopTock := start(t, tock.NewWorker(pool, func(ctx context.Context, job *tock.Job) error {
+		select {
+		case ticks <- job.Payload.N:
+		default:
+		}
+		return nil
+	}, cfg))
+	select {
+	case n := <-ticks:
+		if n != 1 {
+			t.Errorf("the first periodic job has n = %d, want 1 (the @every 1s schedule)", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("no periodic job ran within 10s")
+	}
+	waitFor(t, 10*time.Second, "the unique jobs to complete", func() bool {
+		s, err := uniq.Stats(ctx, pool)
+		return err == nil && s.Completed == 3
+	})
+	stopTock()
+	stopUniq()
+	if uniqRuns.len() != 3 || uniqRuns.duplicates() != 0 {
+		t.Errorf("unique jobs ran %v, want each of the three once", uniqRuns.m)
 	}
 }
