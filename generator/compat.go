@@ -68,10 +68,7 @@ func breakingChanges(cfg *config.Config, old *payloadLock) []breakingChange {
 		curStructs: map[string][]shapeField{},
 		structPos:  map[string]config.Pos{},
 	}
-	oldNames := make([]string, len(old.types))
-	for i, s := range old.types {
-		oldNames[i] = s.name
-	}
+	oldNames := c.oldNames()
 	for _, s := range old.types {
 		c.oldStructs[s.name] = lockShape(s.fields, oldNames)
 	}
@@ -120,6 +117,7 @@ func (c *compat) compare() {
 	for i := range c.cfg.Queues {
 		queues[c.cfg.Queues[i].Name] = &c.cfg.Queues[i]
 	}
+	oldNames := c.oldNames()
 	for _, oq := range c.old.queues {
 		q := queues[oq.name]
 		if q == nil {
@@ -130,7 +128,7 @@ func (c *compat) compare() {
 			continue // the deliberate way to remove a queue
 		}
 		owner := fmt.Sprintf("queue %q", q.Name)
-		c.changes = append(c.changes, c.compareFields(owner, q.Pos, lockShape(oq.fields, c.oldNames()), configShape(q.Payload), map[[2]string]bool{})...)
+		c.changes = append(c.changes, c.compareFields(owner, q.Pos, lockShape(oq.fields, oldNames), configShape(q.Payload), map[[2]string]bool{})...)
 		c.compareUnique(oq, q)
 	}
 	// A shared struct used on both sides is compared once, where it is
