@@ -12,14 +12,14 @@ import (
 type action struct {
 	// Name is the action's path segment and form token label.
 	Name string
-	// Verb and Past label buttons and results.
-	Verb, Past string
+	// Verb, Past and PastMany label buttons and results.
+	Verb, Past, PastMany string
 	// Explain says on the confirmation page what the action does.
 	Explain string
 	// applies reports whether the action changes a job in rec's state.
 	applies func(rec *skipjack.Record[json.RawMessage], now time.Time) bool
 	// do performs the action and returns how many jobs changed.
-	do func(ctx context.Context, q skipjack.QueueAdmin, id int64) (int64, error)
+	do func(ctx context.Context, q skipjack.QueueAdmin, ids ...int64) (int64, error)
 }
 
 // actionOrder is the order of a job page's action buttons.
@@ -28,19 +28,23 @@ var actionOrder = []string{"retry", "cancel"}
 // actions are the actions by name.
 var actions = map[string]action{
 	"retry": {
-		Name: "retry", Verb: "Retry", Past: "retried: it is pending now",
+		Name: "retry", Verb: "Retry", Past: "retried: it is pending now", PastMany: "retried",
 		Explain: "The job becomes pending with its run time set to now, so the next free worker runs it: a failed job runs again, a scheduled one runs early.",
 		applies: func(rec *skipjack.Record[json.RawMessage], now time.Time) bool {
 			return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending && rec.RunAt.After(now))
 		},
-		do: func(ctx context.Context, q skipjack.QueueAdmin, id int64) (int64, error) { return q.Retry(ctx, id) },
+		do: func(ctx context.Context, q skipjack.QueueAdmin, ids ...int64) (int64, error) {
+			return q.Retry(ctx, ids...)
+		},
 	},
 	"cancel": {
-		Name: "cancel", Verb: "Cancel", Past: "cancelled",
+		Name: "cancel", Verb: "Cancel", Past: "cancelled", PastMany: "cancelled",
 		Explain: "A pending job fails at once with the error \"cancelled\" and is not retried. A running job's handler has its context cancelled; the job then ends failed and is not retried.",
 		applies: func(rec *skipjack.Record[json.RawMessage], _ time.Time) bool {
 			return rec.State == skipjack.StatePending || rec.State == skipjack.StateRunning
 		},
-		do: func(ctx context.Context, q skipjack.QueueAdmin, id int64) (int64, error) { return q.Cancel(ctx, id) },
+		do: func(ctx context.Context, q skipjack.QueueAdmin, ids ...int64) (int64, error) {
+			return q.Cancel(ctx, ids...)
+		},
 	},
 }

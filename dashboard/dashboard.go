@@ -147,6 +147,8 @@ func New(cfg Config) (*Handler, error) {
 //	/queues/{queue}/jobs/{id}       one job
 //	/queues/{queue}/jobs/{id}/retry GET: confirmation page; POST: retry
 //	/queues/{queue}/jobs/{id}/cancel
+//	/queues/{queue}/retry?ids=1,2   the same for several jobs of a page
+//	/queues/{queue}/cancel?ids=1,2
 //	/assets/{file}                  the embedded style sheet and script
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/")
@@ -186,40 +188,58 @@ func (h *Handler) routeQueue(w http.ResponseWriter, r *http.Request, seg []strin
 		h.notFound(w, r, seg, fmt.Sprintf("There is no queue named %q.", seg[1]))
 		return
 	}
-	if len(seg) == 2 {
+	switch {
+	case len(seg) == 2:
 		if h.allow(w, r, http.MethodGet) {
 			h.queuePage(w, r, seg, q)
 		}
-		return
-	}
-	if len(seg) < 4 || len(seg) > 5 || seg[2] != "jobs" {
-		h.notFound(w, r, seg, "No such page.")
-		return
-	}
-	id, err := strconv.ParseInt(seg[3], 10, 64)
-	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != seg[3] {
-		h.notFound(w, r, seg, "A job id is a positive whole number.")
-		return
-	}
-	if len(seg) == 4 {
-		if h.allow(w, r, http.MethodGet) {
-			h.jobPage(w, r, seg, q, id)
+	case len(seg) == 3:
+		a, ok := actions[seg[2]]
+		if !ok {
+			h.notFound(w, r, seg, "No such page.")
+			return
 		}
-		return
+		h.routeAction(w, r, seg,
+			func() { h.confirmManyPage(w, r, seg, q, a) },
+			func() { h.actMany(w, r, seg, q, a) })
+	case (len(seg) == 4 || len(seg) == 5) && seg[2] == "jobs":
+		id, err := strconv.ParseInt(seg[3], 10, 64)
+		if err != nil || id <= 0 || strconv.FormatInt(id, 10) != seg[3] {
+			h.notFound(w, r, seg, "A job id is a positive whole number.")
+			return
+		}
+		if len(seg) == 4 {
+			if h.allow(w, r, http.MethodGet) {
+				h.jobPage(w, r, seg, q, id)
+			}
+			return
+		}
+		a, ok := actions[seg[4]]
+		if !ok {
+			h.notFound(w, r, seg, "No such action.")
+			return
+		}
+		h.routeAction(w, r, seg,
+			func() { h.confirmPage(w, r, seg, q, id, a) },
+			func() { h.act(w, r, seg, q, id, a) })
+	default:
+		h.notFound(w, r, seg, "No such page.")
 	}
-	act, ok := actions[seg[4]]
-	if !ok {
-		h.notFound(w, r, seg, "No such action.")
-		return
-	}
+}
+
+// routeAction serves an action's URL: GET shows its confirmation page,
+// POST (with its form read) performs it.
+func (h *Handler) routeAction(w http.ResponseWriter, r *http.Request, seg []string, confirm, perform func()) {
 	if !h.allow(w, r, http.MethodGet, http.MethodPost) {
 		return
 	}
-	if r.Method == http.MethodPost {
-		h.act(w, r, seg, q, id, act)
+	if r.Method != http.MethodPost {
+		confirm()
 		return
 	}
-	h.confirmPage(w, r, seg, q, id, act)
+	if h.readForm(w, r, seg) {
+		perform()
+	}
 }
 
 // allow answers 405 and returns false unless the request's method is one of

@@ -1,7 +1,8 @@
 // Package dashboard serves a web dashboard for skipjack queues: an overview
 // of every queue, a keyset-paginated job list per queue and state, and one
 // page per job with its pretty-printed payload, timings and error history.
-// Operators can retry and cancel jobs when actions are enabled. Pages refresh
+// Operators can retry and cancel a job, or the jobs of a page at once, when
+// actions are enabled. Pages refresh
 // themselves in place every few seconds with a few lines of embedded
 // JavaScript; no asset comes from a CDN, so the dashboard works offline.
 //
@@ -27,7 +28,7 @@
 //
 // Actions (retry, cancel) are off unless [Config.Actions] is set. Every
 // action is a POST from a confirmation page and carries a token, an HMAC of
-// the action, queue, job id and an expiry under a secret key
+// the action, queue, job ids and an expiry under a secret key
 // ([Config.Secret], random per process by default); cross-origin browser
 // requests are refused by their Sec-Fetch-Site and Origin headers
 // ([net/http.CrossOriginProtection]). Pages are sent with a strict

@@ -161,6 +161,8 @@ type queueData struct {
 	NextURL   string
 	FindID    string
 	FindError string
+	// Bulk are the actions on all jobs of the page they apply to.
+	Bulk []actionLink
 }
 
 // queuePage serves one queue's jobs: a page of at most PageSize jobs in id
@@ -234,12 +236,16 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		for _, rec := range recs {
 			d.Jobs = append(d.Jobs, newJobRow(base, name, rec, now))
 		}
+		if h.cfg.Actions {
+			d.Bulk = bulkLinks(base, name, d.State, recs, now)
+		}
 	}
 	if d.After > 0 {
 		d.FirstURL = base + queuePath(name, d.State, 0)
 	}
 	p := h.newPage(seg, "Queue "+name, now)
 	p.Crumbs = []crumb{{Label: name}}
+	p.Flash = flashMany(r)
 	p.Data = d
 	h.render(w, r, status, "queue", p)
 }
@@ -425,7 +431,7 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request, seg []stri
 	}
 	status := http.StatusOK
 	if h.cfg.Actions {
-		d.Token = h.tokens.issue(a.Name, name, id, now)
+		d.Token = h.tokens.issue(a.Name, name, idsText([]int64{id}), now)
 	} else {
 		status = http.StatusForbidden
 	}
@@ -442,41 +448,65 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request, seg []stri
 
 // act performs a confirmed action and redirects to the job's page.
 func (h *Handler) act(w http.ResponseWriter, r *http.Request, seg []string, q skipjack.QueueAdmin, id int64, a action) {
-	name := q.Name()
-	refuse := func(why string, err error) {
-		h.log.WarnContext(r.Context(), "dashboard: action refused", "action", a.Name, "queue", name, "id", id, "reason", why, "err", err)
+	if !h.allowAction(w, r, seg, q.Name(), a, idsText([]int64{id})) {
+		return
+	}
+	n, ok := h.perform(w, r, seg, q, a, id)
+	if !ok {
+		return
+	}
+	seeOther(w, baseOf(seg)+jobPath(q.Name(), id)+"?done="+a.Name+"&changed="+strconv.FormatInt(n, 10), http.StatusSeeOther)
+}
+
+// allowAction checks a POSTed action before it runs: actions enabled, a
+// same-origin request, and the form's token issued for exactly this action
+// on exactly these jobs (ids as idsText writes them). It answers 403 itself
+// and returns false when any check fails.
+func (h *Handler) allowAction(w http.ResponseWriter, r *http.Request, seg []string, queue string, a action, ids string) bool {
+	refuse := func(why string, err error) bool {
+		h.log.WarnContext(r.Context(), "dashboard: action refused", "action", a.Name, "queue", queue, "ids", ids, "reason", why, "err", err)
 		h.errorPage(w, r, seg, http.StatusForbidden, "Action refused", why)
+		return false
 	}
 	if !h.cfg.Actions {
-		refuse("Actions are disabled on this dashboard.", nil)
-		return
+		return refuse("Actions are disabled on this dashboard.", nil)
 	}
 	if err := h.origins.Check(r); err != nil {
-		refuse("The request came from another site.", err)
-		return
+		return refuse("The request came from another site.", err)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := h.tokens.verify(r.PostForm.Get("token"), a.Name, queue, ids, h.now()); err != nil {
+		why := "The form's token is not valid for this action; go back and try again."
+		if errors.Is(err, errTokenExpired) {
+			why = "The confirmation page has expired; go back and try again."
+		}
+		return refuse(why, err)
+	}
+	return true
+}
+
+// readForm parses a POSTed form of at most 64 KiB, answering 400 itself
+// when it cannot.
+func (h *Handler) readForm(w http.ResponseWriter, r *http.Request, seg []string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		h.errorPage(w, r, seg, http.StatusBadRequest, "Bad request", "The form could not be read.")
-		return
+		return false
 	}
-	if err := h.tokens.verify(r.PostForm.Get("token"), a.Name, name, id, h.now()); err != nil {
-		why := "The form's token is not valid for this action; go back to the job and try again."
-		if errors.Is(err, errTokenExpired) {
-			why = "The confirmation page has expired; go back to the job and try again."
-		}
-		refuse(why, err)
-		return
-	}
+	return true
+}
+
+// perform runs an allowed action on ids and logs it, answering 500 itself
+// when the database call fails.
+func (h *Handler) perform(w http.ResponseWriter, r *http.Request, seg []string, q skipjack.QueueAdmin, a action, ids ...int64) (int64, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.QueryTimeout)
 	defer cancel()
-	n, err := a.do(ctx, q, id)
+	n, err := a.do(ctx, q, ids...)
 	if err != nil {
-		h.serverError(w, r, seg, h.failed(ctx, a.Name, name, err))
-		return
+		h.serverError(w, r, seg, h.failed(ctx, a.Name, q.Name(), err))
+		return 0, false
 	}
-	h.log.InfoContext(ctx, "dashboard: "+a.Name, "queue", name, "id", id, "changed", n)
-	seeOther(w, baseOf(seg)+jobPath(name, id)+"?done="+a.Name+"&changed="+strconv.FormatInt(n, 10), http.StatusSeeOther)
+	h.log.InfoContext(ctx, "dashboard: "+a.Name, "queue", q.Name(), "ids", ids, "changed", n)
+	return n, true
 }
 
 // flash is the result of an action, shown once on the job page it

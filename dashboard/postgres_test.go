@@ -430,3 +430,36 @@ func TestPostgresReadOnlyRole(t *testing.T) {
 		t.Errorf("after a refused retry the job is %v (%v), want failed", rec, err)
 	}
 }
+
+// TestPostgresBulkRetry retries a failed and a scheduled job in one
+// confirmed action, as a queue page's bulk link does, and cancels two
+// pending ones.
+func TestPostgresBulkRetry(t *testing.T) {
+	t.Parallel()
+	s := seed(t)
+	h, err := New(Config{Queues: admins(s.pool), Actions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		action string
+		ids    []int64
+		state  string
+	}{
+		{"retry", []int64{s.failed, s.scheduled}, skipjack.StatePending},
+		{"cancel", s.pending, skipjack.StateFailed},
+	}
+	for _, tt := range tests {
+		ids := idsText(tt.ids)
+		token := confirmToken(t, h, "/queues/send_email/"+tt.action+"?ids="+ids)
+		res, body := do(t, h, postForm("/queues/send_email/"+tt.action, map[string][]string{"ids": {ids}, "token": {token}}))
+		if want := "changed=2&done=" + tt.action + "&of=2"; res.StatusCode != http.StatusSeeOther || !strings.HasSuffix(res.Header.Get("Location"), want) {
+			t.Fatalf("POST %s %s: %d Location %q, want 303 ending in %q:\n%s", tt.action, ids, res.StatusCode, res.Header.Get("Location"), want, body)
+		}
+		for _, id := range tt.ids {
+			if rec, err := sendemail.Get(t.Context(), s.pool, id); err != nil || rec.State != tt.state {
+				t.Errorf("after %s job %d is %+v (%v), want %s", tt.action, id, rec, err, tt.state)
+			}
+		}
+	}
+}

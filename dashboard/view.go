@@ -46,7 +46,7 @@ var assetVersion = func() string {
 }()
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "queue", "job", "confirm", "error"}
+var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "error"}
 
 // views holds the parsed page templates.
 type views struct {
