@@ -19,6 +19,12 @@
 // Call Main from TestMain to stop a throwaway cluster as soon as the tests
 // finish; without it the cluster still stops, shortly after the test binary
 // exits.
+//
+// For tests of code that uses queues, typed helpers work with any generated
+// queue package: RequireEnqueued, RequireNotEnqueued and Jobs check what was
+// enqueued (inside the test's transaction too) with the queue's List, and
+// RunJob runs a handler on one job synchronously through the worker's own
+// encode/decode, timeout, panic and outcome rules, with the queue's Spec.
 package skipjacktest
 
 import (
