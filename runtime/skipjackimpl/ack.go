@@ -190,9 +190,11 @@ func ackedInTx(job any, forget bool) bool {
 //
 // It returns an error wrapping skipjack.ErrLeaseLost when this attempt no longer
 // owns the job; the caller should roll back. After it succeeds the worker
-// does not acknowledge the job again when the handler returns nil. If the
-// transaction then rolls back, the handler should return an error: the
-// job is retried as usual.
+// neither renews the job's lease (the open transaction holds the row's
+// lock, which keeps rescuers away) nor acknowledges the job again when the
+// handler returns nil. If the transaction then rolls back, the handler
+// should return an error promptly: the job is retried as usual, or rescued
+// once its unrenewed lease lapses.
 func CompleteTx[T any](ctx context.Context, job *skipjack.Job[T], complete func(ctx context.Context, id int64, claim int32) (int64, error)) error {
 	n, err := complete(ctx, job.ID, job.Claim)
 	if err != nil {

@@ -33,7 +33,10 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 	r.mu.Lock()
 	es := make([]*entry[T], 0, len(r.held))
 	for _, e := range r.held {
-		if !e.lost {
+		// A job CompleteTx acknowledged is settled by the caller's
+		// transaction: its row is locked (or gone) until that commits or
+		// rolls back, so there is nothing to renew.
+		if !e.lost && !ackedInTx(e.job, false) {
 			es = append(es, e)
 		}
 	}
@@ -65,8 +68,8 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		if alive[e.row.ID] || e.lost || e.settling || r.held[e.row.ID] != e {
 			continue // kept, or acknowledged or released meanwhile
 		}
-		if e.job != nil && ackedInTx(e.job, false) {
-			continue // acknowledged by CompleteTx
+		if ackedInTx(e.job, false) {
+			continue // acknowledged by CompleteTx meanwhile
 		}
 		e.lost = true
 		r.forget(e)
