@@ -24,7 +24,17 @@ import (
 // programRequest is what the CLI asks of the temporary program (see
 // templates/runmain.go.tmpl), passed as JSON in its only argument.
 type programRequest struct {
+	// Command is migrate, stats, list, get, retry or cancel.
 	Command string `json:"command"`
+	// Queue is the YAML name of the queue of list, get, retry and cancel.
+	Queue string `json:"queue,omitempty"`
+	// IDs are the jobs of get, retry and cancel.
+	IDs []int64 `json:"ids,omitempty"`
+	// State selects the jobs of list, and of retry and cancel without IDs.
+	State string `json:"state,omitempty"`
+	// AfterID and Limit page list.
+	AfterID int64 `json:"after_id,omitempty"`
+	Limit   int   `json:"limit,omitempty"`
 }
 
 // runInModule runs req through the user's own generated code and returns
@@ -38,6 +48,9 @@ func runInModule(req programRequest, file, dbURL string, e env) ([]byte, *config
 	defer stop()
 	cfg, out, err := load(file, e)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := knownQueue(cfg, req.Queue); err != nil {
 		return nil, nil, err
 	}
 	if err := requireRuntime(cfg.Dir); err != nil {
@@ -78,6 +91,26 @@ func runInModule(req programRequest, file, dbURL string, e env) ([]byte, *config
 		return nil, nil, fmt.Errorf("run the %s program: %w", req.Command, err)
 	}
 	return stdout.Bytes(), cfg, nil
+}
+
+// knownQueue checks that name ("" for none) is a live queue of cfg.
+func knownQueue(cfg *config.Config, name string) error {
+	if name == "" {
+		return nil
+	}
+	var names []string
+	for _, q := range cfg.LiveQueues() {
+		if q.Name == name {
+			return nil
+		}
+		names = append(names, q.Name)
+	}
+	for _, q := range cfg.Queues {
+		if q.Name == name && q.Dropped {
+			return fmt.Errorf("queue %q is dropped in %s", name, cfg.Path)
+		}
+	}
+	return fmt.Errorf("unknown queue %q; %s declares %s", name, cfg.Path, strings.Join(names, ", "))
 }
 
 // buildProgram writes src as main.go of a hidden folder under outDir,

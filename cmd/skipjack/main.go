@@ -3,10 +3,20 @@
 //
 // Usage:
 //
-//	skipjack generate [-f skipjack.yaml]
-//	skipjack check    [-f skipjack.yaml]
-//	skipjack migrate  [-f skipjack.yaml] [--database-url URL]
-//	skipjack stats    [-f skipjack.yaml] [--database-url URL] [--json]
+//	skipjack generate    [-f skipjack.yaml] [--allow-breaking]
+//	skipjack check       [-f skipjack.yaml] [--allow-breaking]
+//	skipjack migrate     [-f skipjack.yaml] [--database-url URL]
+//	skipjack stats       [-f skipjack.yaml] [--database-url URL] [--json]
+//	skipjack ui          [-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--actions]
+//	skipjack jobs list   QUEUE [--state STATE] [--after ID] [--limit N] [--json]
+//	skipjack jobs show   QUEUE ID... [--json]
+//	skipjack jobs retry  QUEUE (ID... | --state STATE)
+//	skipjack jobs cancel QUEUE (ID... | --state STATE)
+//
+// migrate, stats, ui and jobs run the module's own generated code: they
+// build a temporary main package in a hidden folder under out, so they
+// need the module to require github.com/skipjack-dev/skipjack/runtime.
+// --database-url defaults to $DATABASE_URL. Flags may follow arguments.
 //
 // Exit status: 0 ok, 1 a user-facing failure (bad config, drift, database
 // error), 2 a usage error.

@@ -72,7 +72,7 @@ queues:
 	for _, want := range []string{
 		`qshared "example.com/program/internal/jobs/shared"`,
 		`qjson "example.com/program/internal/jobs/json"`,
-		`return qsendemail.Stats(ctx, pool)`,
+		`qsendemail.Admin(pool),`,
 		`shared "example.com/program/internal/jobs"`,
 	} {
 		if !strings.Contains(string(src), want) {

@@ -37,6 +37,12 @@ type options struct {
 	// allowBreaking: generate and check accept payload changes that
 	// break queued jobs, printing them.
 	allowBreaking bool
+	// jobs: the queue, job ids, --state, --after and --limit.
+	queue string
+	ids   []int64
+	state string
+	after int64
+	limit int
 }
 
 // A command is one subcommand of the CLI with the flags it accepts.
@@ -49,10 +55,14 @@ type command struct {
 	database, json bool
 	// flags adds the command's own flags, or is nil.
 	flags func(fs *flag.FlagSet, o *options)
-	run   func(o options, e env) error
+	// args parses the command's positional arguments into o (a returned
+	// error is a usage error); nil means the command takes none.
+	args func(o *options, args []string) error
+	run  func(o options, e env) error
 }
 
-var commands = []command{
+// commands are every command, in the order usage lists them.
+var commands = append([]command{
 	{
 		name: "generate", synopsis: "[-f skipjack.yaml] [--allow-breaking]",
 		summary: "write the migrations, sqlc code and queue packages the YAML declares",
@@ -80,14 +90,14 @@ var commands = []command{
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
 	},
-}
+}, jobsCommands...)
 
 // usage is the CLI's overall usage.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: skipjack <command> [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-12s %s\n", c.name, strings.ReplaceAll(c.summary, "\n             ", "\n               "))
 	}
 	b.WriteString("\nrun skipjack <command> -h for the flags of a command\n")
 	return b.String()
@@ -132,26 +142,41 @@ func run(args []string, e env) int {
 		}
 		return exitOK
 	}
+	name, rest := args[0], args[1:]
+	if name == "jobs" && len(rest) > 0 { // jobs list|show|retry|cancel
+		name, rest = name+" "+rest[0], rest[1:]
+	}
 	var c *command
 	for i := range commands {
-		if commands[i].name == args[0] {
+		if commands[i].name == name {
 			c = &commands[i]
 		}
 	}
+	if c == nil && name == "jobs" {
+		fmt.Fprintf(e.stderr, "skipjack jobs: missing subcommand: list, show, retry or cancel\n\n%s", usage())
+		return exitUsage
+	}
 	if c == nil {
-		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", args[0], usage())
+		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", name, usage())
 		return exitUsage
 	}
 	var o options
 	fs := c.flagSet(&o, e.stderr)
-	if err := fs.Parse(args[1:]); err != nil {
+	positional, err := parseInterspersed(fs, rest)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "skipjack %s: unexpected arguments %q\n\n", c.name, fs.Args())
+	switch {
+	case c.args != nil:
+		err = c.args(&o, positional)
+	case len(positional) > 0:
+		err = fmt.Errorf("unexpected arguments %q", positional)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "skipjack %s: %v\n\n", c.name, err)
 		fs.Usage()
 		return exitUsage
 	}
@@ -174,6 +199,24 @@ func run(args []string, e env) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// parseInterspersed parses flags that may come before, between and after
+// positional arguments (skipjack jobs show send_email 12 --json) and
+// returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
 }
 
 // errReported is returned by a command that has already printed why it

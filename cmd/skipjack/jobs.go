@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jobsCommands are skipjack jobs list|show|retry|cancel: the operations
+// view of one queue (its generated Admin), run through the module's own
+// generated code like migrate and stats.
+var jobsCommands = []command{
+	{
+		name: "jobs list", synopsis: "QUEUE [--state STATE] [--after ID] [--limit N] [--json] [-f skipjack.yaml] [--database-url URL]",
+		summary: "list a queue's jobs in id order, a page at a time", database: true, json: true,
+		flags: listFlags, args: queueArgs(false), run: jobsList,
+	},
+	{
+		name: "jobs show", synopsis: "QUEUE ID... [--json] [-f skipjack.yaml] [--database-url URL]",
+		summary: "show jobs with their errors and payloads", database: true, json: true,
+		args: queueArgs(true), run: jobsShow,
+	},
+	{
+		name: "jobs retry", synopsis: "QUEUE (ID... | --state STATE) [-f skipjack.yaml] [--database-url URL]",
+		summary: "make failed or scheduled jobs pending now", database: true,
+		flags: stateFlag, args: changeArgs, run: jobsChange("retry", "retried", "failed or scheduled"),
+	},
+	{
+		name: "jobs cancel", synopsis: "QUEUE (ID... | --state STATE) [-f skipjack.yaml] [--database-url URL]",
+		summary: "fail pending jobs as cancelled and cancel the handlers of running ones", database: true,
+		flags: stateFlag, args: changeArgs, run: jobsChange("cancel", "cancelled", "pending or running"),
+	},
+}
+
+// jobStates are the states a job row can be in.
+var jobStates = []string{"pending", "running", "completed", "failed"}
+
+// stateFlag adds --state.
+func stateFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.state, "state", "", "only jobs in `STATE` ("+strings.Join(jobStates, ", ")+")")
+}
+
+// listFlags adds the flags of jobs list.
+func listFlags(fs *flag.FlagSet, o *options) {
+	stateFlag(fs, o)
+	fs.Int64Var(&o.after, "after", 0, "start after job `ID` (the last id of the previous page)")
+	fs.IntVar(&o.limit, "limit", 100, "at most `N` jobs (up to 1000)")
+}
+
+// queueArgs parses QUEUE, followed by at least one ID if withIDs.
+func queueArgs(withIDs bool) func(o *options, args []string) error {
+	return func(o *options, args []string) error {
+		if len(args) == 0 {
+			return errors.New("missing QUEUE")
+		}
+		o.queue = args[0]
+		if err := parseIDs(o, args[1:]); err != nil {
+			return err
+		}
+		switch {
+		case withIDs && len(o.ids) == 0:
+			return errors.New("missing job ID")
+		case !withIDs && len(o.ids) > 0:
+			return fmt.Errorf("unexpected arguments %q", args[1:])
+		}
+		return validState(o)
+	}
+}
+
+// changeArgs parses the arguments of retry and cancel: QUEUE and either
+// IDs or --state.
+func changeArgs(o *options, args []string) error {
+	if len(args) == 0 {
+		return errors.New("missing QUEUE")
+	}
+	o.queue = args[0]
+	if err := parseIDs(o, args[1:]); err != nil {
+		return err
+	}
+	if (len(o.ids) == 0) == (o.state == "") {
+		return errors.New("give either job IDs or --state, not both")
+	}
+	return validState(o)
+}
+
+func parseIDs(o *options, args []string) error {
+	for _, a := range args {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id <= 0 {
+			return fmt.Errorf("job ID %q is not a positive integer", a)
+		}
+		o.ids = append(o.ids, id)
+	}
+	return nil
+}
+
+func validState(o *options) error {
+	if o.state != "" && !slices.Contains(jobStates, o.state) {
+		return fmt.Errorf("--state %q is not one of %s", o.state, strings.Join(jobStates, ", "))
+	}
+	if o.limit < 0 || o.limit > 1000 {
+		return fmt.Errorf("--limit %d is not between 1 and 1000", o.limit)
+	}
+	return nil
+}
+
+// jobRecord is a job as the temporary program returns it
+// (skipjack.Record with a raw JSON payload).
+type jobRecord struct {
+	ID             int64           `json:"id"`
+	State          string          `json:"state"`
+	Attempt        int             `json:"attempt"`
+	MaxAttempts    int             `json:"max_attempts"`
+	Priority       int             `json:"priority"`
+	RunAt          time.Time       `json:"run_at"`
+	CreatedAt      time.Time       `json:"created_at"`
+	FinishedAt     *time.Time      `json:"finished_at"`
+	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
+	Worker         string          `json:"worker"`
+	Rescues        int             `json:"rescues"`
+	Errors         []attemptError  `json:"errors"`
+	Payload        json.RawMessage `json:"payload"`
+}
+
+// attemptError is one recorded failure of a job (skipjack.AttemptError).
+type attemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+	Worker  string    `json:"worker"`
+}
+
+// jobsResult is the temporary program's answer to list, get, retry and
+// cancel.
+type jobsResult struct {
+	Jobs    json.RawMessage `json:"jobs"`
+	Missing []int64         `json:"missing"`
+	Matched int64           `json:"matched"`
+	Changed int64           `json:"changed"`
+}
+
+// runJobs sends a jobs request to the temporary program.
+func runJobs(req programRequest, o options, e env) (*jobsResult, []jobRecord, error) {
+	req.Queue, req.IDs, req.State = o.queue, o.ids, o.state
+	out, _, err := runInModule(req, o.file, o.dbURL, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	var res jobsResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, nil, fmt.Errorf("read the %s result: %w", req.Command, err)
+	}
+	var records []jobRecord
+	if err := json.Unmarshal(res.Jobs, &records); err != nil {
+		return nil, nil, fmt.Errorf("read the %s result: %w", req.Command, err)
+	}
+	return &res, records, nil
+}
+
+// jobsList prints one page of a queue's jobs.
+func jobsList(o options, e env) error {
+	res, records, err := runJobs(programRequest{Command: "list", AfterID: o.after, Limit: o.limit}, o, e)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(e, res.Jobs)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%-10s  %-9s  %-7s  %-25s  %-25s  %s\n", "ID", "STATE", "ATTEMPT", "RUN AT", "CREATED AT", "LAST ERROR")
+	for _, r := range records {
+		last := ""
+		if len(r.Errors) > 0 {
+			last = oneLine(r.Errors[len(r.Errors)-1].Error, 60)
+		}
+		fmt.Fprintf(&b, "%-10d  %-9s  %-7s  %-25s  %-25s  %s\n", r.ID, r.State,
+			fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts), r.RunAt.Format(time.RFC3339), r.CreatedAt.Format(time.RFC3339), last)
+	}
+	if _, err := e.stdout.Write(b.Bytes()); err != nil {
+		return err
+	}
+	if limit := max(o.limit, 1); len(records) >= limit {
+		fmt.Fprintf(e.stderr, "more jobs may follow: skipjack jobs list %s --after %d\n", o.queue, records[len(records)-1].ID)
+	}
+	return nil
+}
+
+// jobsShow prints jobs in full; an unknown id is a failure.
+func jobsShow(o options, e env) error {
+	res, records, err := runJobs(programRequest{Command: "get"}, o, e)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		err = printJSON(e, res.Jobs)
+	} else {
+		var b bytes.Buffer
+		for i, r := range records {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			writeRecord(&b, o.queue, r)
+		}
+		_, err = e.stdout.Write(b.Bytes())
+	}
+	if err != nil {
+		return err
+	}
+	return missingJobs(o.queue, res.Missing)
+}
+
+// jobsChange returns the runner of retry or cancel.
+func jobsChange(cmd, done, eligible string) func(o options, e env) error {
+	return func(o options, e env) error {
+		res, _, err := runJobs(programRequest{Command: cmd}, o, e)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%s: %s %d of %s", o.queue, done, res.Changed, plural(int(res.Matched), "job"))
+		if o.state != "" {
+			fmt.Fprintf(e.stdout, " in state %s", o.state)
+		}
+		if skipped := res.Matched - res.Changed; skipped > 0 {
+			fmt.Fprintf(e.stdout, " (%d not %s)", skipped, eligible)
+		}
+		fmt.Fprintln(e.stdout)
+		return missingJobs(o.queue, res.Missing)
+	}
+}
+
+// missingJobs is the failure of naming jobs that do not exist.
+func missingJobs(queue string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return fmt.Errorf("%s: no job with id %s", queue, strings.Join(s, ", "))
+}
+
+// writeRecord writes one job as jobs show prints it.
+func writeRecord(b *bytes.Buffer, queue string, r jobRecord) {
+	field := func(name, value string) { fmt.Fprintf(b, "  %-12s %s\n", name, value) }
+	fmt.Fprintf(b, "job %d of %s\n", r.ID, queue)
+	field("state", r.State)
+	field("attempt", fmt.Sprintf("%d of %d", r.Attempt, r.MaxAttempts))
+	field("priority", strconv.Itoa(r.Priority))
+	field("run at", r.RunAt.Format(time.RFC3339))
+	field("created at", r.CreatedAt.Format(time.RFC3339))
+	if r.FinishedAt != nil {
+		field("finished at", r.FinishedAt.Format(time.RFC3339))
+	}
+	if r.LeaseExpiresAt != nil {
+		field("lease until", r.LeaseExpiresAt.Format(time.RFC3339))
+	}
+	if r.Worker != "" {
+		field("worker", r.Worker)
+	}
+	if r.Rescues > 0 {
+		field("rescues", strconv.Itoa(r.Rescues))
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(b, "  errors\n")
+		for _, x := range r.Errors {
+			fmt.Fprintf(b, "    attempt %d at %s on %s: %s\n", x.Attempt, x.At.Format(time.RFC3339), x.Worker, oneLine(x.Error, 200))
+		}
+	}
+	var payload bytes.Buffer
+	if err := json.Indent(&payload, r.Payload, "    ", "  "); err != nil {
+		payload.Reset()
+		payload.Write(r.Payload)
+	}
+	fmt.Fprintf(b, "  payload\n    %s\n", payload.String())
+}
+
+// printJSON prints raw JSON indented.
+func printJSON(e env, raw json.RawMessage) error {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return fmt.Errorf("read the result: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err := e.stdout.Write(b.Bytes())
+	return err
+}
+
+// oneLine shortens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
