@@ -21,8 +21,14 @@
 //	mux.Handle("/admin/jobs/", requireAdmin(http.StripPrefix("/admin/jobs", dash)))
 //
 // All links the dashboard writes are relative, so it needs no knowledge of
-// the prefix. `skipjack ui --database-url URL` runs it standalone over the
-// queues of a skipjack.yaml.
+// the prefix.
+//
+// `skipjack ui --database-url URL [--listen 127.0.0.1:8080] [--actions]`
+// runs it standalone over the queues of a skipjack.yaml, through the
+// module's own generated code, so the module must require this one (go get
+// github.com/skipjack-dev/skipjack/dashboard; a module that does not import
+// it anywhere else keeps the requirement through go mod tidy with a blank
+// import in a file of its own).
 //
 // # Safety
 //
@@ -48,6 +54,9 @@
 //
 // (ALTER DEFAULT PRIVILEGES covers tables that later migrations create when
 // they are run by the role that runs this statement.) With actions enabled,
-// the role also needs UPDATE on the queue tables, and default_transaction_read_only
-// must stay off.
+// the role needs UPDATE as well, and read-write transactions:
+//
+//	ALTER ROLE skipjack_dashboard SET default_transaction_read_only = off;
+//	GRANT UPDATE ON ALL TABLES IN SCHEMA skipjack TO skipjack_dashboard;
+//	ALTER DEFAULT PRIVILEGES IN SCHEMA skipjack GRANT UPDATE ON TABLES TO skipjack_dashboard;
 package dashboard

@@ -371,38 +371,36 @@ func TestPostgresKeysetPagination(t *testing.T) {
 	}
 }
 
-// TestPostgresReadOnlyRole sets up the read-only role as the package
+// TestPostgresDashboardRoles sets up the read-only role as the package
 // documentation says and checks that the dashboard reads every page with
-// it, and that an action fails in the database rather than changing a job.
-func TestPostgresReadOnlyRole(t *testing.T) {
+// it and that an action fails in the database rather than changing a job;
+// then it gives the role what the documentation says actions need, and
+// retry and cancel work.
+func TestPostgresDashboardRoles(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
 	ctx := t.Context()
 	role := "skipjack_dashboard_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, stmt := range []string{
-		`CREATE ROLE ` + role + ` LOGIN PASSWORD 'ro'`,
-		`ALTER ROLE ` + role + ` SET default_transaction_read_only = on`,
-		`GRANT USAGE ON SCHEMA skipjack TO ` + role,
-		`GRANT SELECT ON ALL TABLES IN SCHEMA skipjack TO ` + role,
-		`ALTER DEFAULT PRIVILEGES IN SCHEMA skipjack GRANT SELECT ON TABLES TO ` + role,
-	} {
-		if _, err := s.pool.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	exec := func(stmts ...string) {
+		t.Helper()
+		for _, stmt := range stmts {
+			if _, err := s.pool.Exec(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
 		}
 	}
-	cfg := s.pool.Config().ConnConfig.Copy()
-	roCfg, err := pgxpool.ParseConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roCfg.ConnConfig = cfg
-	roCfg.ConnConfig.User, roCfg.ConnConfig.Password = role, "ro"
-	ro, err := pgxpool.NewWithConfig(ctx, roCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exec(
+		`CREATE ROLE `+role+` LOGIN PASSWORD 'ro'`,
+		`ALTER ROLE `+role+` SET default_transaction_read_only = on`,
+		`GRANT USAGE ON SCHEMA skipjack TO `+role,
+		`GRANT SELECT ON ALL TABLES IN SCHEMA skipjack TO `+role,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA skipjack GRANT SELECT ON TABLES TO `+role,
+	)
+	var pools []*pgxpool.Pool
 	t.Cleanup(func() {
-		ro.Close()
+		for _, p := range pools {
+			p.Close()
+		}
 		bg := context.Background()
 		for _, stmt := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
 			if _, err := s.pool.Exec(bg, stmt); err != nil {
@@ -410,8 +408,23 @@ func TestPostgresReadOnlyRole(t *testing.T) {
 			}
 		}
 	})
+	connectAsRole := func() *pgxpool.Pool {
+		t.Helper()
+		cfg, err := pgxpool.ParseConfig("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig = s.pool.Config().ConnConfig.Copy()
+		cfg.ConnConfig.User, cfg.ConnConfig.Password = role, "ro"
+		p, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools = append(pools, p)
+		return p
+	}
 
-	h, err := New(Config{Queues: admins(ro), Actions: true, Logger: quiet})
+	h, err := New(Config{Queues: admins(connectAsRole()), Actions: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +440,24 @@ func TestPostgresReadOnlyRole(t *testing.T) {
 		t.Errorf("retry as the read-only role: %d:\n%s", res.StatusCode, body)
 	}
 	if rec, err := sendemail.Get(ctx, s.pool, s.failed); err != nil || rec.State != skipjack.StateFailed {
-		t.Errorf("after a refused retry the job is %v (%v), want failed", rec, err)
+		t.Fatalf("after a refused retry the job is %+v (%v), want failed", rec, err)
+	}
+
+	// What actions need: UPDATE, and read-write transactions.
+	exec(
+		`ALTER ROLE `+role+` SET default_transaction_read_only = off`,
+		`GRANT UPDATE ON ALL TABLES IN SCHEMA skipjack TO `+role,
+	)
+	h, err = New(Config{Queues: admins(connectAsRole()), Actions: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirmAndPost(t, h, failed+"/retry")
+	confirmAndPost(t, h, "/queues/send_email/jobs/"+strconv.FormatInt(s.pending[0], 10)+"/cancel")
+	for id, want := range map[int64]string{s.failed: skipjack.StatePending, s.pending[0]: skipjack.StateFailed} {
+		if rec, err := sendemail.Get(ctx, s.pool, id); err != nil || rec.State != want {
+			t.Errorf("job %d as the actions role: %+v (%v), want %s", id, rec, err, want)
+		}
 	}
 }
 
