@@ -116,3 +116,71 @@ func compareBreakingGolden(t *testing.T, golden string, got []byte) {
 		t.Errorf("diagnostics differ from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
 	}
 }
+
+// TestCompatLockFile covers the lock file's own states: none yet (nothing
+// to compare, generation goes on), unreadable (an error naming the file),
+// and a lock in another out folder (the comparison follows out).
+func TestCompatLockFile(t *testing.T) {
+	t.Parallel()
+	const yaml = "version: 1\nout: ./jobs\nqueues:\n  ping:\n    payload: {n: int64}\n"
+	errSQLC := errors.New("sqlc ran")
+	tests := []struct {
+		name string
+		lock map[string]string // path -> content
+		want string            // the error Generate returns contains it
+	}{
+		{name: "no lock", want: errSQLC.Error()},
+		{
+			name: "unreadable lock",
+			lock: map[string]string{"jobs/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int64 maybe\n"},
+			want: `jobs/skipjack.lock: line 3: unreadable line "\tfield n int64 maybe" (the file is generated: restore it from version control, or delete it to start over from the YAML)`,
+		},
+		{
+			name: "not a lock",
+			lock: map[string]string{"jobs/skipjack.lock": "queue ping\n"},
+			want: `jobs/skipjack.lock: line 1: not a skipjack lock file`,
+		},
+		{
+			name: "matching lock",
+			lock: map[string]string{"jobs/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int64\n"},
+			want: errSQLC.Error(),
+		},
+		{
+			name: "breaking against the lock",
+			lock: map[string]string{"jobs/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int32\n"},
+			want: `skipjack.yaml:5:18: breaking change: field "n" of queue "ping" changed type from int32 to int64`,
+		},
+		{
+			name: "a lock elsewhere is not this config's",
+			lock: map[string]string{"migrations/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int32\n"},
+			want: errSQLC.Error(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			files := map[string]string{"go.mod": "module example.com/x\n\ngo 1.26\n", "skipjack.yaml": yaml}
+			for p, data := range tt.lock {
+				files[p] = data
+			}
+			for p, data := range files {
+				full := filepath.Join(dir, filepath.FromSlash(p))
+				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := config.Load(filepath.Join(dir, "skipjack.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Generate(cfg, Options{SQLC: func(string) error { return errSQLC }})
+			if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), cfg.Path, "skipjack.yaml"), tt.want) {
+				t.Errorf("Generate = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
