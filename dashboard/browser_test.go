@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,26 +235,59 @@ func TestBrowserRetryFailedJob(t *testing.T) {
 	}
 }
 
-// TestBrowserJobGone opens the page of a job that is then deleted (as a
-// completed job is in a queue that keeps none): the next refresh shows why
-// the job is gone and refreshing stops, without a page load.
-func TestBrowserJobGone(t *testing.T) {
+// TestBrowserRefreshEdgeCases opens a job's page in Chromium and changes
+// the world under it: the job is deleted (as a completed job is in a queue
+// that keeps none), or the session expires and the auth middleware
+// redirects to a sign-in page. Either way the page never reloads, and the
+// refresh swaps in only what the dashboard says.
+func TestBrowserRefreshEdgeCases(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueue("send_email", 4, time.Now())
-	h, err := New(Config{Queues: []skipjack.QueueAdmin{q}, RefreshInterval: 100 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		change func(q *fakeQueue, signedOut *atomic.Bool)
+		live   string // text the live region then holds
+		status string // text the refresh status then shows
+	}{
+		{"job gone", func(q *fakeQueue, _ *atomic.Bool) {
+			q.mu.Lock()
+			delete(q.jobs, 4)
+			q.mu.Unlock()
+		}, "Queue send_email has no job 4", "Auto-refresh stopped"},
+		{"signed out", func(_ *fakeQueue, signedOut *atomic.Bool) { signedOut.Store(true) },
+			"pending", "Refresh failed (not a dashboard answer; signed out?), retrying"},
 	}
-	base := mountForBrowser(t, h)
-	ctx := newBrowser(t, 30*time.Second)
-	step(t, ctx, "open job 4", chromedp.Navigate(base+"queues/send_email/jobs/4"),
-		chromedp.WaitVisible(chromedp.ID("job-state")),
-		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
-	q.mu.Lock()
-	delete(q.jobs, 4)
-	q.mu.Unlock()
-	waitJS(t, ctx, "the page says the job is gone",
-		`document.getElementById("live").textContent.includes("Queue send_email has no job 4") && window.notReloaded === true`)
-	waitJS(t, ctx, "refreshing stops", `document.getElementById("refresh-status").textContent === "Auto-refresh stopped"`)
-	screenshot(t, ctx, "6-job-gone")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q := newFakeQueue("send_email", 4, time.Now())
+			h, err := New(Config{Queues: []skipjack.QueueAdmin{q}, RefreshInterval: 100 * time.Millisecond, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var signedOut atomic.Bool
+			mux := http.NewServeMux()
+			mux.HandleFunc("/signin", func(w http.ResponseWriter, _ *http.Request) {
+				fmt.Fprint(w, "<!doctype html><title>Sign in</title><form>Sign in</form>")
+			})
+			mux.Handle("/ops/jobs/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if signedOut.Load() {
+					http.Redirect(w, r, "/signin", http.StatusFound)
+					return
+				}
+				http.StripPrefix("/ops/jobs", h).ServeHTTP(w, r)
+			}))
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+			ctx := newBrowser(t, 30*time.Second)
+			step(t, ctx, "open job 4", chromedp.Navigate(srv.URL+"/ops/jobs/queues/send_email/jobs/4"),
+				chromedp.WaitVisible(chromedp.ID("job-state")),
+				chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+			tt.change(q, &signedOut)
+			waitJS(t, ctx, "the refresh status says what happened",
+				fmt.Sprintf(`document.getElementById("refresh-status").textContent === %q`, tt.status))
+			waitJS(t, ctx, "the live region holds what the dashboard said, without a reload",
+				fmt.Sprintf(`document.getElementById("live").textContent.includes(%q) && !document.getElementById("live").textContent.includes("Sign in") && window.notReloaded === true`, tt.live))
+			screenshot(t, ctx, "6-refresh-"+strings.ReplaceAll(tt.name, " ", "-"))
+		})
+	}
 }

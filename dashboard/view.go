@@ -141,6 +141,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("Vary", partialHeader)
+	if tmpl == "live" {
+		// Tells the script the answer is a region of this dashboard and
+		// not, say, a sign-in page an auth middleware redirected to.
+		hd.Set(partialHeader, "live")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
 }

@@ -32,6 +32,11 @@
       credentials: "same-origin",
       cache: "no-store"
     }).then(function (r) {
+      // Only a region of this dashboard is swapped in, never, say, a
+      // sign-in page that an expired session was redirected to.
+      if (r.headers.get("X-Skipjack-Partial") !== "live") {
+        throw new Error(r.ok ? "not a dashboard answer; signed out?" : "HTTP " + r.status);
+      }
       // A page that is gone (a job deleted at completion) says so, and
       // refreshing stops.
       if (r.status === 404) stopped = true;
