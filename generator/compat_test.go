@@ -1,7 +1,9 @@
 package generator
 
 import (
+	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -366,5 +368,39 @@ func TestParseLockErrors(t *testing.T) {
 				t.Errorf("parseLock error = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLockOfGoldenInputs records the lock of every valid golden input and
+// expects it to parse back to the same bytes and to find no breaking
+// change between a config and its own lock.
+func TestLockOfGoldenInputs(t *testing.T) {
+	t.Parallel()
+	inputs, err := filepath.Glob("../golden/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := 0
+	for _, input := range inputs {
+		cfg, err := config.Load(input)
+		if err != nil {
+			continue // an error case
+		}
+		valid++
+		rendered := lockOf(cfg).render()
+		lock, err := parseLock(rendered)
+		if err != nil {
+			t.Errorf("%s: parse its lock: %v\n%s", input, err, rendered)
+			continue
+		}
+		if again := lock.render(); !bytes.Equal(again, rendered) {
+			t.Errorf("%s: the lock does not survive a round trip:\n%s\nbecame\n%s", input, rendered, again)
+		}
+		for _, ch := range breakingChanges(cfg, lock) {
+			t.Errorf("%s:%d:%d: breaking change against its own lock: %s", input, ch.pos.Line, ch.pos.Col, ch.msg)
+		}
+	}
+	if valid < 5 {
+		t.Errorf("only %d valid golden inputs found", valid)
 	}
 }
