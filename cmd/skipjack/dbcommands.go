@@ -38,13 +38,7 @@ func stats(o options, e env) error {
 		return err
 	}
 	if o.asJSON {
-		var b bytes.Buffer
-		if err := json.Indent(&b, bytes.TrimSpace(result), "", "  "); err != nil {
-			return fmt.Errorf("read stats: %w", err)
-		}
-		b.WriteByte('\n')
-		_, err := e.stdout.Write(b.Bytes())
-		return err
+		return printJSON(e, result)
 	}
 	var rows []queueStats
 	if err := json.Unmarshal(result, &rows); err != nil {
