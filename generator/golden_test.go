@@ -76,6 +76,8 @@ var goldenCases = []struct {
 	{name: "external_type"},
 	{name: "many_queues"},
 	{name: "priority_retry"},
+	{name: "unique"},
+	{name: "schedule"},
 	// tern: an evolution in the tern format; migrations/ holds the first
 	// migration as generate wrote it, which Migrate must embed unchanged.
 	{name: "tern", postgres: true},

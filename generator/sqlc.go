@@ -41,6 +41,8 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 	if t.Unique != nil {
 		qq.Unique = true
 		qq.UniqueMatch = t.Unique.KeyMatch("sqlc.arg(payload)::text::jsonb")
+		qq.UniqueHeld = t.Unique.KeyMatch(`t."payload"`)
+		qq.UniqueSame = t.Unique.SameKey(`o."payload"`, `t."payload"`)
 	}
 	if t.Scheduled {
 		qq.Scheduled = true

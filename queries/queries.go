@@ -31,6 +31,12 @@ type Queue struct {
 	// parameter.
 	Unique      bool
 	UniqueMatch string
+	// UniqueHeld is the condition that finds, in a subquery over the
+	// table, the jobs in a unique state whose key equals that of the row
+	// aliased t; UniqueSame says whether the rows aliased o and t share a
+	// key. Retry uses them to skip jobs that would be duplicates.
+	UniqueHeld string
+	UniqueSame string
 	// Scheduled adds the periodic-job queries; Slots is the quoted,
 	// schema-qualified slots table and QueueLiteral the queue's name as a
 	// SQL literal.

@@ -185,6 +185,19 @@ func (u *Unique) KeyMatch(payload string) string {
 	return strings.Join(parts, " AND ") + fmt.Sprintf(` AND "state" IN (%s)`, u.statesSQL())
 }
 
+// SameKey returns the SQL condition that two payloads, given as jsonb
+// expressions a and b, have the same unique key.
+func (u *Unique) SameKey(a, b string) string {
+	if len(u.Keys) == 0 {
+		return a + " = " + b
+	}
+	parts := make([]string, len(u.Keys))
+	for i, k := range u.Keys {
+		parts[i] = fmt.Sprintf(`coalesce(%s -> %s, 'null'::jsonb) = coalesce(%s -> %s, 'null'::jsonb)`, a, QuoteLiteral(k), b, QuoteLiteral(k))
+	}
+	return strings.Join(parts, " AND ")
+}
+
 // CreateTable returns the CREATE TABLE statement alone: what sqlc needs to
 // know the table's columns.
 func CreateTable(t Table) (string, error) {

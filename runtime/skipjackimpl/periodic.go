@@ -64,19 +64,38 @@ func (s Schedule) latest(t time.Time) time.Time {
 	if s.Every > 0 {
 		return epochFloor(t, s.Every)
 	}
-	// Walk forward from a year back; cron slots are at least a minute
-	// apart, and descriptors like @yearly have one slot a year.
-	var last time.Time
-	for at := s.Next(t.AddDate(-1, 0, -1)); !at.After(t) && !at.IsZero(); at = s.Next(at) {
-		last = at
+	// Walk forward from ever further back until a window holds a slot: the
+	// last slot of the first such window is the latest. Cron slots are at
+	// least a minute apart, and @yearly has one a year, so each walk is a
+	// few steps.
+	for _, back := range []time.Duration{2 * time.Minute, 2 * time.Hour, 49 * time.Hour, 32 * 24 * time.Hour, 367 * 24 * time.Hour} {
+		var last time.Time
+		for at := s.Next(t.Add(-back)); !at.After(t) && !at.IsZero(); at = s.Next(at) {
+			last = at
+		}
+		if !last.IsZero() {
+			return last
+		}
 	}
-	return last
+	return time.Time{}
 }
 
-// slotGrace is how late a process may be for a slot and still insert it
-// under missed: skip, so that a worker restarted by a deploy right at a
-// slot's instant does not skip it.
+// slotGrace is how late a process may be for a slot and still insert it,
+// so that a worker restarted by a deploy right at a slot's instant does not
+// skip it.
 const slotGrace = time.Minute
+
+// slotRetry is how soon a failed insert of a slot is tried again.
+const slotRetry = time.Second
+
+// first returns the first slot a process starting at t inserts: the latest
+// slot if it is less than slotGrace old, else the next one.
+func (s Schedule) first(t time.Time) time.Time {
+	if latest := s.latest(t); !latest.IsZero() && t.Sub(latest) < slotGrace {
+		return latest
+	}
+	return s.after(t)
+}
 
 // scheduleLoop inserts the job of every due slot of the queue's schedules
 // until stop is closed. Every worker of the queue runs it; the slots table
@@ -84,7 +103,8 @@ const slotGrace = time.Minute
 func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 	type state struct {
 		s    Schedule
-		next time.Time
+		slot time.Time // the next slot to insert
+		at   time.Time // when to insert it: its instant, or a retry
 	}
 	var states []*state
 	now := time.Now()
@@ -93,20 +113,11 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 			r.log.Error("skipjack: periodic job disabled", "error", s.Err)
 			continue
 		}
-		st := &state{s: s}
-		latest := s.latest(now)
-		switch {
-		case latest.IsZero():
-			st.next = s.after(now)
-		case now.Sub(latest) < slotGrace:
-			st.next = latest
-		case s.Missed == "once":
-			r.insertMissed(s, latest)
-			st.next = s.after(now)
-		default:
-			st.next = s.after(now)
+		first := s.first(now)
+		if s.Missed == "once" {
+			r.insertMissed(s, first)
 		}
-		states = append(states, st)
+		states = append(states, &state{s: s, slot: first, at: first})
 	}
 	if len(states) == 0 {
 		return
@@ -114,10 +125,10 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		soonest := states[0].next
+		soonest := states[0].at
 		for _, st := range states[1:] {
-			if st.next.Before(soonest) {
-				soonest = st.next
+			if st.at.Before(soonest) {
+				soonest = st.at
 			}
 		}
 		timer.Reset(time.Until(soonest))
@@ -128,28 +139,36 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 		}
 		now := time.Now()
 		for _, st := range states {
-			if st.next.After(now) {
+			if st.at.After(now) {
 				continue
 			}
-			if err := r.insertSlot(st.s, st.next); err != nil {
-				r.log.Warn("skipjack: inserting a periodic job failed; another worker may insert it, else it is retried", "error", err, "slot", st.next)
-				st.next = now.Add(time.Second)
-				if latest := st.s.latest(now); !latest.Equal(st.next) && now.Sub(latest) >= slotGrace {
-					st.next = st.s.after(now)
+			if err := r.insertSlot(st.s, st.slot); err != nil {
+				r.log.Warn("skipjack: inserting a periodic job failed; another worker may insert it, else it is retried", "error", err, "slot", st.slot)
+				// Retry the same slot, or the newest one once it is due:
+				// the slots table never takes an older slot after it.
+				if latest := st.s.latest(now); latest.After(st.slot) {
+					st.slot = latest
 				}
+				st.at = now.Add(slotRetry)
 				continue
 			}
-			st.next = st.s.after(st.next)
-			if st.next.Before(now) { // the process slept through slots
-				st.next = st.s.after(now)
+			st.slot = st.s.after(st.slot)
+			if st.slot.Before(now) { // the process slept through slots
+				st.slot = st.s.first(now)
 			}
+			st.at = st.slot
 		}
 	}
 }
 
-// insertMissed inserts one job for the slots missed since the schedule's
-// last inserted slot, under missed: once.
-func (r *runner[T]) insertMissed(s Schedule, latest time.Time) {
+// insertMissed inserts one job for the slots missed before first, the
+// first slot this process inserts, since the schedule's last inserted
+// slot, under missed: once. Its run_at is the last missed slot.
+func (r *runner[T]) insertMissed(s Schedule, first time.Time) {
+	missed := s.latest(first.Add(-time.Nanosecond))
+	if missed.IsZero() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	last, err := r.w.slots.LastSlot(ctx, int32(s.Index))
 	cancel()
@@ -160,8 +179,8 @@ func (r *runner[T]) insertMissed(s Schedule, latest time.Time) {
 		r.log.Warn("skipjack: reading a schedule's last slot failed", "error", err)
 		return
 	}
-	if last.Before(latest) {
-		if err := r.insertSlot(s, latest); err != nil {
+	if last.Before(missed) {
+		if err := r.insertSlot(s, missed); err != nil {
 			r.log.Warn("skipjack: inserting a missed periodic job failed", "error", err)
 		}
 	}

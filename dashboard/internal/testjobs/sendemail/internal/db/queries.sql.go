@@ -100,23 +100,38 @@ const complete = `-- name: Complete :many
 WITH done AS (
     SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
 ), locked AS (
-    SELECT j."id"
+    SELECT j."id", j."cancel_requested"
     FROM (SELECT id, claim FROM done ORDER BY id) AS x
     CROSS JOIN LATERAL (
-        SELECT "id", "state" FROM "skipjack"."send_email"
+        SELECT "id", "state", "cancel_requested" FROM "skipjack"."send_email"
         WHERE "id" = x.id AND "claim" = x.claim
         LIMIT 1
         FOR UPDATE
     ) AS j
     WHERE j."state" = 'running'
+), cancelled AS (
+    UPDATE "skipjack"."send_email" AS t
+    SET "state" = 'failed', "finished_at" = now(), "lease_expires_at" = NULL,
+        "errors" = (
+            SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+            FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+                'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
+            WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+        )
+    WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked WHERE "cancel_requested"))
+    RETURNING t."id"
+), completed AS (
+    UPDATE "skipjack"."send_email"
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
+    WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked WHERE NOT "cancel_requested"))
+    RETURNING "id"
 )
-UPDATE "skipjack"."send_email"
-SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked))
-RETURNING "id"
+SELECT "id" FROM completed
+UNION ALL
+SELECT "id" FROM cancelled
 `
 
-// Complete acknowledges the jobs that the given claims still own, locking them in id order.
+// Complete acknowledges the jobs that the given claims still own, locking them in id order. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
 func (q *Queries) Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error) {
 	rows, err := q.db.Query(ctx, complete, ids, claims)
 	if err != nil {
@@ -140,10 +155,10 @@ func (q *Queries) Complete(ctx context.Context, ids []int64, claims []int32) ([]
 const completeOne = `-- name: CompleteOne :execrows
 UPDATE "skipjack"."send_email"
 SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-WHERE "id" = $1 AND "claim" = $2 AND "state" = 'running'
+WHERE "id" = $1 AND "claim" = $2 AND "state" = 'running' AND NOT "cancel_requested"
 `
 
-// CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it.
+// CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it.
 func (q *Queries) CompleteOne(ctx context.Context, iD int64, claim int32) (int64, error) {
 	result, err := q.db.Exec(ctx, completeOne, iD, claim)
 	if err != nil {
@@ -450,11 +465,20 @@ WITH h AS (
     WHERE j."state" = 'running'
 )
 UPDATE "skipjack"."send_email" AS t
-SET "state" = 'pending', "attempt" = t."attempt" - 1, "lease_expires_at" = NULL
+SET "state" = CASE WHEN t."cancel_requested" THEN 'failed' ELSE 'pending' END,
+    "attempt" = CASE WHEN t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
+    "finished_at" = CASE WHEN t."cancel_requested" THEN now() END,
+    "lease_expires_at" = NULL,
+    "errors" = CASE WHEN t."cancel_requested" THEN (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) ELSE t."errors" END
 WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked))
 `
 
-// Release makes claimed jobs pending again and restores their attempt.
+// Release makes claimed jobs pending again and restores their attempt; a job an operator cancelled ends failed "cancelled" instead.
 func (q *Queries) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
 	result, err := q.db.Exec(ctx, release, ids, claims)
 	if err != nil {
@@ -524,7 +548,7 @@ WITH r AS (
 )
 UPDATE "skipjack"."send_email" AS t
 SET "state" = locked.next_state,
-    "attempt" = CASE WHEN locked.outcome = 'snooze' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "attempt" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
     "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
     "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
     "lease_expires_at" = NULL,
@@ -569,14 +593,14 @@ func (q *Queries) Resolve(ctx context.Context, ids []int64, claims []int32, outc
 }
 
 const retry = `-- name: Retry :execrows
-UPDATE "skipjack"."send_email"
+UPDATE "skipjack"."send_email" AS t
 SET "state" = 'pending',
     "run_at" = now(),
     "finished_at" = NULL,
     "cancel_requested" = false,
-    "max_attempts" = CASE WHEN "state" = 'failed' THEN greatest("max_attempts", "attempt" + 1) ELSE "max_attempts" END
-WHERE "id" = ANY($1::bigint[])
-  AND ("state" = 'failed' OR ("state" = 'pending' AND "run_at" > now()))
+    "max_attempts" = CASE WHEN t."state" = 'failed' THEN greatest(t."max_attempts", t."attempt" + 1) ELSE t."max_attempts" END
+WHERE t."id" = ANY($1::bigint[])
+  AND (t."state" = 'failed' OR (t."state" = 'pending' AND t."run_at" > now()))
 `
 
 // Retry makes failed and scheduled jobs pending now; a failed job that used up its attempts gets one more.

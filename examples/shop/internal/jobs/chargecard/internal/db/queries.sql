@@ -45,30 +45,45 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors";
 
 -- name: Complete :many
--- Complete acknowledges the jobs that the given claims still own, locking them in id order.
+-- Complete acknowledges the jobs that the given claims still own, locking them in id order. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
 WITH done AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
 ), locked AS (
-    SELECT j."id"
+    SELECT j."id", j."cancel_requested"
     FROM (SELECT * FROM done ORDER BY id) AS x
     CROSS JOIN LATERAL (
-        SELECT "id", "state" FROM "shop_jobs"."charge_card"
+        SELECT "id", "state", "cancel_requested" FROM "shop_jobs"."charge_card"
         WHERE "id" = x.id AND "claim" = x.claim
         LIMIT 1
         FOR UPDATE
     ) AS j
     WHERE j."state" = 'running'
+), cancelled AS (
+    UPDATE "shop_jobs"."charge_card" AS t
+    SET "state" = 'failed', "finished_at" = now(), "lease_expires_at" = NULL,
+        "errors" = (
+            SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+            FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+                'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
+            WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+        )
+    WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked WHERE "cancel_requested"))
+    RETURNING t."id"
+), completed AS (
+    UPDATE "shop_jobs"."charge_card"
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
+    WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked WHERE NOT "cancel_requested"))
+    RETURNING "id"
 )
-UPDATE "shop_jobs"."charge_card"
-SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked))
-RETURNING "id";
+SELECT "id" FROM completed
+UNION ALL
+SELECT "id" FROM cancelled;
 
 -- name: CompleteOne :execrows
--- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it.
+-- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it.
 UPDATE "shop_jobs"."charge_card"
 SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running';
+WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running' AND NOT "cancel_requested";
 
 -- name: Resolve :many
 -- Resolve retries, fails or snoozes the jobs that the given claims still own, keeping the last 10 errors.
@@ -97,7 +112,7 @@ WITH r AS (
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = locked.next_state,
-    "attempt" = CASE WHEN locked.outcome = 'snooze' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "attempt" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
     "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
     "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
     "lease_expires_at" = NULL,
@@ -145,7 +160,7 @@ CROSS JOIN LATERAL (
 WHERE x.id <> ALL(ARRAY(SELECT "id" FROM locked));
 
 -- name: Release :execrows
--- Release makes claimed jobs pending again and restores their attempt.
+-- Release makes claimed jobs pending again and restores their attempt; a job an operator cancelled ends failed "cancelled" instead.
 WITH h AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
 ), locked AS (
@@ -160,7 +175,16 @@ WITH h AS (
     WHERE j."state" = 'running'
 )
 UPDATE "shop_jobs"."charge_card" AS t
-SET "state" = 'pending', "attempt" = t."attempt" - 1, "lease_expires_at" = NULL
+SET "state" = CASE WHEN t."cancel_requested" THEN 'failed' ELSE 'pending' END,
+    "attempt" = CASE WHEN t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
+    "finished_at" = CASE WHEN t."cancel_requested" THEN now() END,
+    "lease_expires_at" = NULL,
+    "errors" = CASE WHEN t."cancel_requested" THEN (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) ELSE t."errors" END
 WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked));
 
 -- name: Rescue :execrows
@@ -247,14 +271,14 @@ LIMIT sqlc.arg(max);
 
 -- name: Retry :execrows
 -- Retry makes failed and scheduled jobs pending now; a failed job that used up its attempts gets one more.
-UPDATE "shop_jobs"."charge_card"
+UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = 'pending',
     "run_at" = now(),
     "finished_at" = NULL,
     "cancel_requested" = false,
-    "max_attempts" = CASE WHEN "state" = 'failed' THEN greatest("max_attempts", "attempt" + 1) ELSE "max_attempts" END
-WHERE "id" = ANY(sqlc.arg(ids)::bigint[])
-  AND ("state" = 'failed' OR ("state" = 'pending' AND "run_at" > now()));
+    "max_attempts" = CASE WHEN t."state" = 'failed' THEN greatest(t."max_attempts", t."attempt" + 1) ELSE t."max_attempts" END
+WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
+  AND (t."state" = 'failed' OR (t."state" = 'pending' AND t."run_at" > now()));
 
 -- name: Cancel :one
 -- Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed.
