@@ -1,0 +1,117 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// statsParallelism bounds how many queues the overview asks at once, so a
+// dashboard over many queues does not take a connection per queue.
+const statsParallelism = 4
+
+// queueRow is one line of the overview.
+type queueRow struct {
+	Name  string
+	Stats skipjack.Stats
+	// Completed and Failed count the jobs finished in the last hour.
+	Completed, Failed int64
+	// Err says why the figures are missing, or is "".
+	Err string
+}
+
+// overviewData is the overview page's model.
+type overviewData struct {
+	Rows  []queueRow
+	Total queueRow
+}
+
+// overview serves the page of all queues.
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request, seg []string) {
+	rows, at := h.overviewRows(r.Context())
+	d := overviewData{Rows: rows}
+	for _, row := range rows {
+		d.Total.Stats.Pending += row.Stats.Pending
+		d.Total.Stats.Scheduled += row.Stats.Scheduled
+		d.Total.Stats.Running += row.Stats.Running
+		d.Total.Stats.Completed += row.Stats.Completed
+		d.Total.Stats.Failed += row.Stats.Failed
+		d.Total.Stats.OldestPending = max(d.Total.Stats.OldestPending, row.Stats.OldestPending)
+		d.Total.Completed += row.Completed
+		d.Total.Failed += row.Failed
+	}
+	p := h.newPage(seg, "Queues", at)
+	p.Data = d
+	h.render(w, r, http.StatusOK, "overview", p)
+}
+
+// overviewMaxAge is how long requests share the overview's figures: any
+// number of open, auto-refreshing overviews cost the database at most one
+// round of Stats and Finished per queue per overviewMaxAge.
+const overviewMaxAge = time.Second
+
+// sharedFigures are the overview's figures as of at, shared between
+// requests. mu is held while they are read from the database, so that
+// concurrent requests wait for one computation instead of each starting
+// their own.
+type sharedFigures struct {
+	mu   sync.Mutex
+	at   time.Time
+	rows []queueRow
+}
+
+// overviewRows returns every queue's figures and the time they are as of:
+// the shared ones while younger than overviewMaxAge, else fresh ones.
+func (h *Handler) overviewRows(ctx context.Context) ([]queueRow, time.Time) {
+	f := &h.figures
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := h.now()
+	if age := now.Sub(f.at); f.rows != nil && age >= 0 && age < overviewMaxAge {
+		return f.rows, f.at
+	}
+	// Other requests may be waiting for these figures: do not let this
+	// request's cancellation fail them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.QueryTimeout)
+	defer cancel()
+	rows := make([]queueRow, len(h.names))
+	sem := make(chan struct{}, statsParallelism)
+	var wg sync.WaitGroup
+	for i, name := range h.names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i] = h.queueRow(ctx, name, now)
+		})
+	}
+	wg.Wait()
+	f.rows, f.at = rows, now
+	return rows, now
+}
+
+// queueRow reads one queue's figures for the overview.
+func (h *Handler) queueRow(ctx context.Context, name string, now time.Time) queueRow {
+	q := h.queues[name]
+	row := queueRow{Name: name}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		row.Err = h.failed(ctx, "stats", name, err)
+		return row
+	}
+	row.Stats = st
+	row.Completed, row.Failed, err = q.Finished(ctx, now.Add(-time.Hour))
+	if err != nil {
+		row.Err = h.failed(ctx, "finished", name, err)
+	}
+	return row
+}
+
+// failed logs a failed database call and returns the text to show for it.
+func (h *Handler) failed(ctx context.Context, what, queue string, err error) string {
+	h.log.ErrorContext(ctx, "dashboard: "+what+" failed", "queue", queue, "err", err)
+	return fmt.Sprintf("%s of %s failed: %v", what, queue, err)
+}

@@ -1,0 +1,215 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// The states a queue page filters by, in tab order; "" is every state.
+var listStates = []string{"", skipjack.StatePending, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed}
+
+// tab is one state filter of a queue page.
+type tab struct {
+	Label   string
+	URL     string
+	Count   string
+	Current bool
+}
+
+// jobRow is one line of a queue page's job table.
+type jobRow struct {
+	ID          int64
+	URL         string
+	State       string
+	Attempt     int
+	MaxAttempts int
+	Priority    int
+	CreatedAt   time.Time
+	RunAt       time.Time
+	FinishedAt  *time.Time
+	LastError   string
+}
+
+// queueData is a queue page's model.
+type queueData struct {
+	Name      string
+	State     string
+	Stats     skipjack.Stats
+	StatsErr  string
+	Tabs      []tab
+	Jobs      []jobRow
+	ListErr   string
+	After     int64
+	FirstURL  string
+	NextURL   string
+	FindID    string
+	FindError string
+	// Bulk are the actions on all jobs of the page they apply to.
+	Bulk []actionLink
+}
+
+// queuePage serves one queue's jobs: a page of at most PageSize jobs in id
+// order, in one state or all, after a given id. ?id=N jumps to job N.
+func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string, q skipjack.QueueAdmin) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.QueryTimeout)
+	defer cancel()
+	now := h.now()
+	name := q.Name()
+	query := r.URL.Query()
+	d := queueData{Name: name, State: query.Get("state")}
+	status := http.StatusOK
+	if !validState(d.State) {
+		status = http.StatusBadRequest
+		d.ListErr = fmt.Sprintf("Unknown state %q; choose one of the tabs.", d.State)
+		d.State = ""
+	}
+	if a := query.Get("after"); a != "" {
+		after, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || after < 0 {
+			status = http.StatusBadRequest
+			d.ListErr = "The after parameter must be a job id."
+		} else {
+			d.After = after
+		}
+	}
+	if s := strings.TrimSpace(query.Get("id")); s != "" {
+		d.FindID = s
+		id, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil || id <= 0:
+			status = http.StatusBadRequest
+			d.FindError = fmt.Sprintf("%q is not a job id: a job id is a positive whole number.", s)
+		default:
+			if _, err := q.Get(ctx, id); err == nil {
+				seeOther(w, baseOf(seg)+jobPath(name, id), http.StatusSeeOther)
+				return
+			} else if errors.Is(err, skipjack.ErrNotFound) {
+				status = http.StatusNotFound
+				d.FindError = fmt.Sprintf("Queue %s has no job %d.", name, id)
+			} else {
+				status = http.StatusInternalServerError
+				d.FindError = h.failed(ctx, "get", name, err)
+			}
+		}
+	}
+	base := baseOf(seg)
+	if st, err := q.Stats(ctx); err != nil {
+		d.StatsErr = h.failed(ctx, "stats", name, err)
+	} else {
+		d.Stats = st
+	}
+	for _, s := range listStates {
+		t := tab{Label: stateTitle(s), URL: base + queuePath(name, s, 0), Current: s == d.State}
+		if d.StatsErr == "" {
+			t.Count = strconv.FormatInt(stateCount(d.Stats, s), 10)
+		}
+		d.Tabs = append(d.Tabs, t)
+	}
+	if d.ListErr == "" {
+		// One more than a page tells whether a next page exists.
+		recs, err := q.List(ctx, skipjack.ListParams{State: d.State, AfterID: d.After, Limit: h.cfg.PageSize + 1})
+		if err != nil {
+			status = http.StatusInternalServerError
+			d.ListErr = h.failed(ctx, "list", name, err)
+		}
+		if len(recs) > h.cfg.PageSize {
+			recs = recs[:h.cfg.PageSize]
+			d.NextURL = base + queuePath(name, d.State, recs[len(recs)-1].ID)
+		}
+		for _, rec := range recs {
+			d.Jobs = append(d.Jobs, newJobRow(base, name, rec, now))
+		}
+		if h.cfg.Actions {
+			d.Bulk = bulkLinks(base, name, d.State, recs, now)
+		}
+	}
+	if d.After > 0 {
+		d.FirstURL = base + queuePath(name, d.State, 0)
+	}
+	p := h.newPage(seg, "Queue "+name, now)
+	p.Crumbs = []crumb{{Label: name}}
+	p.Flash = flashMany(r)
+	p.Data = d
+	h.render(w, r, status, "queue", p)
+}
+
+// newJobRow turns a record into a job table line.
+func newJobRow(base, queue string, rec *skipjack.Record[json.RawMessage], now time.Time) jobRow {
+	row := jobRow{
+		ID: rec.ID, URL: base + jobPath(queue, rec.ID), State: displayState(rec, now),
+		Attempt: rec.Attempt, MaxAttempts: rec.MaxAttempts, Priority: rec.Priority,
+		CreatedAt: rec.CreatedAt, RunAt: rec.RunAt, FinishedAt: rec.FinishedAt,
+	}
+	if n := len(rec.Errors); n > 0 {
+		row.LastError = rec.Errors[n-1].Error
+	}
+	return row
+}
+
+// validState reports whether s is a state List filters by ("" is all).
+func validState(s string) bool {
+	for _, v := range listStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// stateTitle is the label of a state tab.
+func stateTitle(s string) string {
+	if s == "" {
+		return "All"
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// stateCount is the count the stats give for a state tab; pending there
+// includes the scheduled jobs, as List's pending does.
+func stateCount(st skipjack.Stats, s string) int64 {
+	switch s {
+	case skipjack.StatePending:
+		return st.Pending + st.Scheduled
+	case skipjack.StateRunning:
+		return st.Running
+	case skipjack.StateCompleted:
+		return st.Completed
+	case skipjack.StateFailed:
+		return st.Failed
+	}
+	return st.Pending + st.Scheduled + st.Running + st.Completed + st.Failed
+}
+
+// displayState is a job's state as the dashboard shows it: a pending job
+// whose run_at is in the future is "scheduled".
+func displayState(rec *skipjack.Record[json.RawMessage], now time.Time) string {
+	if rec.State == skipjack.StatePending && rec.RunAt.After(now) {
+		return "scheduled"
+	}
+	return rec.State
+}
+
+// queuePath is the path of a queue page, relative to the mount point.
+func queuePath(queue, state string, after int64) string {
+	p := "queues/" + url.PathEscape(queue)
+	var qs []string
+	if state != "" {
+		qs = append(qs, "state="+state)
+	}
+	if after > 0 {
+		qs = append(qs, "after="+strconv.FormatInt(after, 10))
+	}
+	if len(qs) > 0 {
+		p += "?" + strings.Join(qs, "&")
+	}
+	return p
+}
