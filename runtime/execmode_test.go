@@ -128,68 +128,14 @@ func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
 		}
 		return nil
 	}, cfg)
-	ids := map[string]int64{}
-	for _, label := range []string{"ok", "retry", "snooze", "permanent", "tx", "scheduled", "cancelled"} {
-		var opts []skipjack.EnqueueOption
-		if label == "scheduled" || label == "cancelled" {
-			opts = append(opts, skipjack.Delay(time.Hour))
-		}
-		id, err := fast.Enqueue(ctx, pool, fast.Payload{N: 1, Label: label}, opts...)
-		if err != nil {
-			t.Fatalf("Enqueue %s: %v", label, err)
-		}
-		ids[label] = id
-	}
-	if _, err := fast.Enqueue(ctx, pool, fast.Payload{Label: "at"}, skipjack.RunAt(time.Now().Add(100*time.Millisecond))); err != nil {
-		t.Fatalf("Enqueue with RunAt: %v", err)
-	}
-	batch := []fast.Payload{{N: 1, Label: "ok"}, {N: 2, Label: "ok"}, {N: 3, Label: "ok"}}
-	if n, err := fast.EnqueueMany(ctx, pool, batch); err != nil || n != 3 {
-		t.Fatalf("EnqueueMany = %d, %v; want 3, nil", n, err)
-	}
-	if n, err := fast.EnqueueMany(ctx, pool, batch, skipjack.Delay(100*time.Millisecond)); err != nil || n != 3 {
-		t.Fatalf("EnqueueMany with Delay = %d, %v; want 3, nil", n, err)
-	}
-	// The jobs delayed by 100ms may already be due on a loaded machine;
-	// their stored run_at says whether the delay was applied.
-	if s, err := fast.Stats(ctx, pool); err != nil || s.Pending+s.Scheduled != 14 || s.Scheduled < 2 {
-		t.Fatalf("Stats before work = %+v, %v; want 14 pending or scheduled, at least 2 of them scheduled", s, err)
-	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE run_at > created_at + interval '50 ms'`); n != 6 {
-		t.Fatalf("%d fast jobs have a run_at later than their creation, want the 6 delayed ones", n)
-	}
-	if n, err := fast.Cancel(ctx, pool, ids["cancelled"]); err != nil || n != 1 {
-		t.Fatalf("Cancel of a scheduled job = %d, %v; want 1, nil", n, err)
-	}
-	if n, err := fast.Retry(ctx, pool, ids["scheduled"]); err != nil || n != 1 {
-		t.Fatalf("Retry of a scheduled job = %d, %v; want 1, nil", n, err)
-	}
+	ids := enqueueFastLabels(t, ctx, pool)
 
 	// ranked: priorities through Enqueue and both COPY variants.
 	rankedWorker := ranked.NewWorker(pool, func(ctx context.Context, job *ranked.Job) error {
 		rankedRuns.add(job.ID)
 		return nil
 	}, cfg)
-	rid, err := ranked.Enqueue(ctx, pool, ranked.Payload{N: 1}, skipjack.Priority(3))
-	if err != nil {
-		t.Fatalf("ranked Enqueue: %v", err)
-	}
-	if n, err := ranked.EnqueueMany(ctx, pool, []ranked.Payload{{N: 2}, {N: 3}}, skipjack.Priority(7)); err != nil || n != 2 {
-		t.Fatalf("ranked EnqueueMany = %d, %v; want 2, nil", n, err)
-	}
-	if n, err := ranked.EnqueueMany(ctx, pool, []ranked.Payload{{N: 4}}, skipjack.Priority(1), skipjack.RunAt(time.Now().Add(50*time.Millisecond))); err != nil || n != 1 {
-		t.Fatalf("ranked EnqueueMany with RunAt = %d, %v; want 1, nil", n, err)
-	}
-	if rec, err := ranked.Get(ctx, pool, rid); err != nil || rec.Priority != 3 || rec.Payload.N != 1 || rec.State != skipjack.StatePending {
-		t.Fatalf("ranked Get = %+v, %v; want pending, priority 3, n 1", rec, err)
-	}
-	page, err := ranked.List(ctx, pool, skipjack.ListParams{State: skipjack.StatePending, Limit: 2})
-	if err != nil || len(page) != 2 || page[0].ID != rid || page[1].Priority != 7 {
-		t.Fatalf("ranked List = %v, %v; want the first two jobs", page, err)
-	}
-	if next, err := ranked.List(ctx, pool, skipjack.ListParams{AfterID: page[1].ID}); err != nil || len(next) != 2 {
-		t.Fatalf("ranked List after %d = %v, %v; want two jobs", page[1].ID, next, err)
-	}
+	enqueueRanked(t, ctx, pool)
 
 	// kept: retained for a second, then pruned.
 	keptWorker := kept.NewWorker(pool, func(ctx context.Context, job *kept.Job) error {
@@ -291,7 +237,7 @@ func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
 	if n := queryInt(t, pool, `SELECT count(*) FROM side WHERE job_id = $1`, ids["tx"]); n != 1 {
 		t.Errorf("CompleteTx's side row committed %d times, want once", n)
 	}
-	for label, want := range map[string]int{"ok": 1, "retry": 2, "snooze": 2, "permanent": 2, "tx": 1, "scheduled": 1, "cancelled": 0} {
+	for label, want := range map[string]int{"ok": 1, "in tx": 1, "retry": 2, "snooze": 2, "permanent": 2, "tx": 1, "scheduled": 1, "cancelled": 0} {
 		runs.mu.Lock()
 		got := runs.m[ids[label]]
 		runs.mu.Unlock()
@@ -341,6 +287,88 @@ func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
 	}
 	if t.Failed() {
 		t.Logf("worker logs:\n%s", logs)
+	}
+}
+
+// enqueueFastLabels enqueues exerciseQueues' fast jobs, one per label of the
+// handler, and returns their ids by label: single enqueues on the pool and
+// inside a transaction, batches, delays, a RunAt, and a scheduled job that
+// Retry makes due and one that Cancel fails.
+func enqueueFastLabels(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[string]int64 {
+	t.Helper()
+	ids := map[string]int64{}
+	for _, label := range []string{"ok", "retry", "snooze", "permanent", "tx", "scheduled", "cancelled"} {
+		var opts []skipjack.EnqueueOption
+		if label == "scheduled" || label == "cancelled" {
+			opts = append(opts, skipjack.Delay(time.Hour))
+		}
+		id, err := fast.Enqueue(ctx, pool, fast.Payload{N: 1, Label: label}, opts...)
+		if err != nil {
+			t.Fatalf("Enqueue %s: %v", label, err)
+		}
+		ids[label] = id
+	}
+	if _, err := fast.Enqueue(ctx, pool, fast.Payload{Label: "at"}, skipjack.RunAt(time.Now().Add(100*time.Millisecond))); err != nil {
+		t.Fatalf("Enqueue with RunAt: %v", err)
+	}
+	// Inside a transaction Enqueue keeps the insert trigger's NOTIFY (on a
+	// pool it sends its own after the commit).
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		id, err := fast.Enqueue(ctx, tx, fast.Payload{N: 1, Label: "ok"})
+		ids["in tx"] = id
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Enqueue in a transaction: %v", err)
+	}
+	batch := []fast.Payload{{N: 1, Label: "ok"}, {N: 2, Label: "ok"}, {N: 3, Label: "ok"}}
+	if n, err := fast.EnqueueMany(ctx, pool, batch); err != nil || n != 3 {
+		t.Fatalf("EnqueueMany = %d, %v; want 3, nil", n, err)
+	}
+	if n, err := fast.EnqueueMany(ctx, pool, batch, skipjack.Delay(100*time.Millisecond)); err != nil || n != 3 {
+		t.Fatalf("EnqueueMany with Delay = %d, %v; want 3, nil", n, err)
+	}
+	// The jobs delayed by 100ms may already be due on a loaded machine;
+	// their stored run_at says whether the delay was applied.
+	if s, err := fast.Stats(ctx, pool); err != nil || s.Pending+s.Scheduled != 15 || s.Scheduled < 2 {
+		t.Fatalf("Stats before work = %+v, %v; want 15 pending or scheduled, at least 2 of them scheduled", s, err)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE run_at > created_at + interval '50 ms'`); n != 6 {
+		t.Fatalf("%d fast jobs have a run_at later than their creation, want the 6 delayed ones", n)
+	}
+	if n, err := fast.Cancel(ctx, pool, ids["cancelled"]); err != nil || n != 1 {
+		t.Fatalf("Cancel of a scheduled job = %d, %v; want 1, nil", n, err)
+	}
+	if n, err := fast.Retry(ctx, pool, ids["scheduled"]); err != nil || n != 1 {
+		t.Fatalf("Retry of a scheduled job = %d, %v; want 1, nil", n, err)
+	}
+	return ids
+}
+
+// enqueueRanked enqueues exerciseQueues' ranked jobs with priorities
+// through Enqueue and both COPY variants, and reads them back with Get and
+// List.
+func enqueueRanked(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	rid, err := ranked.Enqueue(ctx, pool, ranked.Payload{N: 1}, skipjack.Priority(3))
+	if err != nil {
+		t.Fatalf("ranked Enqueue: %v", err)
+	}
+	if n, err := ranked.EnqueueMany(ctx, pool, []ranked.Payload{{N: 2}, {N: 3}}, skipjack.Priority(7)); err != nil || n != 2 {
+		t.Fatalf("ranked EnqueueMany = %d, %v; want 2, nil", n, err)
+	}
+	if n, err := ranked.EnqueueMany(ctx, pool, []ranked.Payload{{N: 4}}, skipjack.Priority(1), skipjack.RunAt(time.Now().Add(50*time.Millisecond))); err != nil || n != 1 {
+		t.Fatalf("ranked EnqueueMany with RunAt = %d, %v; want 1, nil", n, err)
+	}
+	if rec, err := ranked.Get(ctx, pool, rid); err != nil || rec.Priority != 3 || rec.Payload.N != 1 || rec.State != skipjack.StatePending {
+		t.Fatalf("ranked Get = %+v, %v; want pending, priority 3, n 1", rec, err)
+	}
+	page, err := ranked.List(ctx, pool, skipjack.ListParams{State: skipjack.StatePending, Limit: 2})
+	if err != nil || len(page) != 2 || page[0].ID != rid || page[1].Priority != 7 {
+		t.Fatalf("ranked List = %v, %v; want the first two jobs", page, err)
+	}
+	if next, err := ranked.List(ctx, pool, skipjack.ListParams{AfterID: page[1].ID}); err != nil || len(next) != 2 {
+		t.Fatalf("ranked List after %d = %v, %v; want two jobs", page[1].ID, next, err)
 	}
 }
 
