@@ -38,7 +38,7 @@ func (r *runner[T]) flushLoop(final <-chan struct{}) {
 		r.mu.Unlock()
 
 		if n > 0 && (stopping || n >= r.cfg.BatchSize || wait <= 0) {
-			ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 			if stopping {
 				ctx, cancel = context.WithDeadline(context.Background(), deadline)
 			}

@@ -139,7 +139,7 @@ func (r *runner[T]) reserve() int {
 // is not cancelled by shutdown (it is short and bounded): jobs it claimed
 // are then released instead of lingering until their leases lapse.
 func (r *runner[T]) claim(limit int) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
 	rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.cfg.WorkerID)
 	cancel()

@@ -276,7 +276,7 @@ func (q *Queue[P]) Admin(db DBTX) skipjack.QueueAdmin { return admin[P]{q: q, db
 
 // NewWorker returns a worker that runs handle on the queue's jobs.
 func (q *Queue[P]) NewWorker(pool *pgxpool.Pool, handle func(context.Context, *skipjack.Job[P]) error, cfg skipjack.WorkerConfig) *Worker[P] {
-	return newWorker(pool, q.spec, q.bind(pool), handle, cfg)
+	return newWorker(pool, q.spec, q.bind(pool), handle, cfg).withControlPool(q.bind)
 }
 
 // typed decodes the payload of a raw record.

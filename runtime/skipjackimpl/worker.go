@@ -28,15 +28,19 @@ const (
 // wrap it in their typed Worker; create it with NewWorker.
 //
 // A worker runs Concurrency handlers at once and claims at most
-// Concurrency further jobs ahead of them. It needs a few connections of its
-// own from the pool (claim, acknowledgements, heartbeat, maintenance run
-// one statement each at a time), plus whatever its handlers take; size the
-// pool to at least Concurrency + 3 when handlers use it. Wake-ups come from
-// one LISTEN connection per process and database, opened outside the pool.
+// Concurrency further jobs ahead of them. Its own statements (claims,
+// acknowledgements, heartbeats, maintenance) run on a small control pool
+// of its own, built from the pool's configuration (up to controlConns
+// connections, opened on demand), so they never wait for a connection
+// behind handlers; the pool itself only serves handlers, so size it to at
+// least the Concurrency of all the workers sharing it when handlers use
+// it. Wake-ups come from one LISTEN connection per process and database,
+// opened outside both pools.
 type Worker[T any] struct {
 	pool    *pgxpool.Pool
 	spec    QueueSpec
 	store   store
+	bind    func(DBTX) queries // binds the queue's queries to the control pool; nil runs store as is
 	slots   slotQueries
 	handle  func(context.Context, *skipjack.Job[T]) error
 	cfg     skipjack.WorkerConfig
@@ -55,6 +59,13 @@ func newWorker[T any](pool *pgxpool.Pool, spec QueueSpec, qs queries, handle fun
 		handle: handle,
 		cfg:    configWithDefaults(cfg),
 	}
+}
+
+// withControlPool makes each Run create a control pool from the worker's
+// pool and run the queue's queries, bound to it by bind, there.
+func (w *Worker[T]) withControlPool(bind func(DBTX) queries) *Worker[T] {
+	w.bind = bind
+	return w
 }
 
 // withDefaults fills the zero fields of a spec with the YAML's defaults.
@@ -101,9 +112,10 @@ type runner[T any] struct {
 	store store
 	log   *slog.Logger
 
-	maxHeld      int // prefetched + running
-	minClaim     int // smallest claim worth a statement while busy
-	backlogLimit int // unflushed results above which claiming pauses
+	stmtTimeout  time.Duration // deadline of claims and flushes
+	maxHeld      int           // prefetched + running
+	minClaim     int           // smallest claim worth a statement while busy
+	backlogLimit int           // unflushed results above which claiming pauses
 
 	mu           sync.Mutex
 	held         map[int64]*entry[T] // every job whose claim this run holds
@@ -145,6 +157,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		cfg:          w.cfg,
 		store:        w.store,
 		log:          w.cfg.Logger.With("queue", w.spec.Name),
+		stmtTimeout:  statementTimeout(w.spec.Lease),
 		maxHeld:      2 * c,
 		minClaim:     max(1, min(b, c)/2),
 		backlogLimit: 2 * max(b, c),
@@ -158,9 +171,19 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 }
 
 func (r *runner[T]) run(ctx context.Context) error {
-	if mc := int(r.w.pool.Config().MaxConns); mc < r.cfg.Concurrency+3 {
-		r.log.Warn("skipjack: connection pool is smaller than Concurrency+3; handlers that use the pool will wait for connections and may time out",
-			"pool_max_conns", mc, "concurrency", r.cfg.Concurrency, "want_at_least", r.cfg.Concurrency+3)
+	demand := addDemand(r.w.pool, r.cfg.Concurrency)
+	defer addDemand(r.w.pool, -r.cfg.Concurrency)
+	if mc := int(r.w.pool.Config().MaxConns); mc < demand {
+		r.log.Warn("skipjack: connection pool is smaller than the Concurrency of the workers sharing it; handlers that use the pool will wait for connections and may time out",
+			"pool_max_conns", mc, "concurrency", r.cfg.Concurrency, "workers_concurrency", demand)
+	}
+	if r.w.bind != nil {
+		control, err := newControlPool(r.w.pool)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", r.spec.Name, err)
+		}
+		defer control.Close()
+		r.store = r.w.bind(control)
 	}
 	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
@@ -196,6 +219,14 @@ func (r *runner[T]) run(ctx context.Context) error {
 	close(stopBackground)
 	background.Wait()
 	return nil
+}
+
+// statementTimeout is the deadline of a claim or a flush statement: half
+// the lease (at least a second, at most queryTimeout). A statement that waits
+// longer, for a row lock say, is cancelled on the server and retried rather
+// than left waiting while the jobs' leases run out.
+func statementTimeout(lease time.Duration) time.Duration {
+	return min(queryTimeout, max(lease/2, time.Second))
 }
 
 // stop makes sure no further job starts and returns the prefetched ones.

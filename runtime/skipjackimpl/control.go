@@ -1,0 +1,73 @@
+package skipjackimpl
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const (
+	// controlConns is the most connections one worker's control pool
+	// opens: two claims, one flush, one heartbeat, one maintenance and one
+	// schedule statement can run at once.
+	controlConns = 6
+	// controlIdle is how long an idle control connection stays open.
+	controlIdle = time.Minute
+	// cancelDeadlineDelay is how long a statement whose context ended may
+	// take to end on the server after the cancel request was sent before
+	// the connection is closed anyway.
+	cancelDeadlineDelay = 2 * time.Second
+)
+
+// newControlPool returns the pool a worker runs its own statements on
+// (claim, acknowledgements, heartbeat, rescue, prune, release): built from
+// the user's pool's configuration, so it reaches the same database with the
+// same credentials and hooks, but with connections of its own, so control
+// traffic never waits for a connection behind handlers.
+//
+// Its connections cancel a statement on the server when the statement's
+// context ends (a cancel request, then a closed socket if the server does
+// not answer): pgx's default only closes the socket, and a server backend
+// waiting for a row lock does not notice that, so it would keep waiting and
+// holding its own locks after the worker gave up on it.
+//
+// The pool connects lazily; the caller closes it.
+func newControlPool(user *pgxpool.Pool) (*pgxpool.Pool, error) {
+	cfg := user.Config()
+	cfg.MaxConns = controlConns
+	cfg.MinConns = 0
+	cfg.MinIdleConns = 0
+	cfg.MaxConnIdleTime = controlIdle
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("control pool: %w", err)
+	}
+	return pool, nil
+}
+
+// poolDemand sums the handler slots of the running workers per user pool,
+// so that the warning about a small pool counts every worker sharing it.
+var poolDemand = struct {
+	mu sync.Mutex
+	m  map[*pgxpool.Pool]int
+}{m: make(map[*pgxpool.Pool]int)}
+
+// addDemand records n more handler slots on pool and returns the total.
+func addDemand(pool *pgxpool.Pool, n int) int {
+	poolDemand.mu.Lock()
+	defer poolDemand.mu.Unlock()
+	poolDemand.m[pool] += n
+	total := poolDemand.m[pool]
+	if total == 0 {
+		delete(poolDemand.m, pool)
+	}
+	return total
+}
