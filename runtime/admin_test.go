@@ -342,3 +342,54 @@ func TestAdminCancelPrefetched(t *testing.T) {
 	default:
 	}
 }
+
+// TestAdminCancelWhileClaimed cancels a pending job while a claim that
+// makes it running holds its row lock: Cancel waits for the claim and then
+// flags the now running job, instead of missing it (it was pending in its
+// snapshot and no longer pending once the lock was released).
+func TestAdminCancelWhileClaimed(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 0)
+	ctx := context.Background()
+	id, err := slow.Enqueue(ctx, pool, slow.Payload{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Rollback(ctx)
+	if _, err := claim.Exec(ctx, `UPDATE skipjack.slow SET state = 'running', attempt = attempt + 1, claim = claim + 1,
+		lease_expires_at = now() + interval '1 minute', worker = 'test' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := slow.Cancel(ctx, pool, id)
+		done <- result{n, err}
+	}()
+	waitFor(t, 5*time.Second, "Cancel to wait for the claim's row lock", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%Cancel%'`) > 0
+	})
+	if err := claim.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.n != 1 {
+		t.Errorf("Cancel of a job claimed meanwhile: (%d, %v), want (1, nil)", r.n, r.err)
+	}
+	rec, err := slow.Get(ctx, pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagged := queryInt(t, pool, `SELECT count(*) FROM skipjack.slow WHERE id = $1 AND cancel_requested`, id)
+	if rec.State != skipjack.StateRunning || flagged != 1 {
+		t.Errorf("job claimed while cancelled: state %s, cancel_requested %v; want running, true (its worker cancels it)", rec.State, flagged == 1)
+	}
+}

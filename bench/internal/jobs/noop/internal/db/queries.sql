@@ -278,19 +278,13 @@ SET "state" = 'pending',
 WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
   AND (t."state" = 'failed' OR (t."state" = 'pending' AND t."run_at" > now()));
 
--- name: Cancel :one
--- Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed.
-WITH pending AS (
-    UPDATE "skipjack"."noop" AS t
-    SET "state" = 'failed', "finished_at" = now(), "cancel_requested" = true,
-        "errors" = t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', ''))
-    WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."state" = 'pending'
-    RETURNING t."id"
-), running AS (
-    UPDATE "skipjack"."noop" AS t
-    SET "cancel_requested" = true
-    WHERE t."id" = ANY(sqlc.arg(ids)::bigint[]) AND t."state" = 'running' AND NOT t."cancel_requested"
-    RETURNING t."id"
-)
-SELECT ((SELECT count(*) FROM pending) + (SELECT count(*) FROM running))::bigint AS changed;
+-- name: Cancel :execrows
+-- Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed. One UPDATE, so that a job claimed while Cancel waits for its row lock is rechecked as running and flagged, not missed.
+UPDATE "skipjack"."noop" AS t
+SET "state" = CASE WHEN t."state" = 'pending' THEN 'failed' ELSE t."state" END,
+    "finished_at" = CASE WHEN t."state" = 'pending' THEN now() ELSE t."finished_at" END,
+    "cancel_requested" = true,
+    "errors" = CASE WHEN t."state" = 'pending' THEN t."errors" || jsonb_build_array(jsonb_build_object(
+        'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', '')) ELSE t."errors" END
+WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
+  AND (t."state" = 'pending' OR (t."state" = 'running' AND NOT t."cancel_requested"));

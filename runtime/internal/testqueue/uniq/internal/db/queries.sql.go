@@ -7,29 +7,24 @@ import (
 	"time"
 )
 
-const cancel = `-- name: Cancel :one
-WITH pending AS (
-    UPDATE "skipjack"."uniq" AS t
-    SET "state" = 'failed', "finished_at" = now(), "cancel_requested" = true,
-        "errors" = t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', ''))
-    WHERE t."id" = ANY($1::bigint[]) AND t."state" = 'pending'
-    RETURNING t."id"
-), running AS (
-    UPDATE "skipjack"."uniq" AS t
-    SET "cancel_requested" = true
-    WHERE t."id" = ANY($1::bigint[]) AND t."state" = 'running' AND NOT t."cancel_requested"
-    RETURNING t."id"
-)
-SELECT ((SELECT count(*) FROM pending) + (SELECT count(*) FROM running))::bigint AS changed
+const cancel = `-- name: Cancel :execrows
+UPDATE "skipjack"."uniq" AS t
+SET "state" = CASE WHEN t."state" = 'pending' THEN 'failed' ELSE t."state" END,
+    "finished_at" = CASE WHEN t."state" = 'pending' THEN now() ELSE t."finished_at" END,
+    "cancel_requested" = true,
+    "errors" = CASE WHEN t."state" = 'pending' THEN t."errors" || jsonb_build_array(jsonb_build_object(
+        'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', '')) ELSE t."errors" END
+WHERE t."id" = ANY($1::bigint[])
+  AND (t."state" = 'pending' OR (t."state" = 'running' AND NOT t."cancel_requested"))
 `
 
-// Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed.
+// Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed. One UPDATE, so that a job claimed while Cancel waits for its row lock is rechecked as running and flagged, not missed.
 func (q *Queries) Cancel(ctx context.Context, ids []int64) (int64, error) {
-	row := q.db.QueryRow(ctx, cancel, ids)
-	var changed int64
-	err := row.Scan(&changed)
-	return changed, err
+	result, err := q.db.Exec(ctx, cancel, ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const claim = `-- name: Claim :many
