@@ -30,10 +30,11 @@ import (
 
 // Measuring throughput through PgBouncer at other sizes or in other modes:
 //
-//	go test -run TestPgBouncerWorkers -v -args -pgbouncer.jobs=50000 -pgbouncer.modes=exec,simple_protocol
+//	go test -run TestPgBouncerWorkers -v -args -pgbouncer.jobs=50000 -pgbouncer.processes=8 -pgbouncer.modes=exec,simple_protocol
 var (
-	pgbouncerJobs  = flag.Int("pgbouncer.jobs", 20_000, "jobs each run of TestPgBouncerWorkers completes")
-	pgbouncerModes = flag.String("pgbouncer.modes", "exec", "comma-separated pgx query exec modes TestPgBouncerWorkers measures")
+	pgbouncerJobs      = flag.Int("pgbouncer.jobs", 20_000, "jobs each run of TestPgBouncerWorkers completes")
+	pgbouncerModes     = flag.String("pgbouncer.modes", "exec", "comma-separated pgx query exec modes TestPgBouncerWorkers measures")
+	pgbouncerProcesses = flag.Int("pgbouncer.processes", 4, "worker processes of each run of TestPgBouncerWorkers")
 )
 
 // bouncerModes are the pgx query exec modes that work through PgBouncer
@@ -283,14 +284,12 @@ func TestPgBouncerMigrate(t *testing.T) {
 	}
 }
 
-// burnWorkers is how many worker processes TestPgBouncerWorkers runs.
-const burnWorkers = 4
-
-// TestPgBouncerWorkers completes the same number of jobs with four
+// TestPgBouncerWorkers completes the same number of jobs with several
 // polling worker processes, once connected directly and once through
 // PgBouncer in transaction pooling, and checks that every job ran exactly
-// once. It logs both throughputs. By default it runs in pgx's exec mode
-// with 20,000 jobs (see the flags above).
+// once. It logs both throughputs and the CPU time the database's backends
+// and the workers spent per job. By default it runs 4 processes in pgx's
+// exec mode with 20,000 jobs (see the flags above).
 func TestPgBouncerWorkers(t *testing.T) {
 	t.Parallel()
 	b := startPgBouncer(t)
@@ -300,20 +299,43 @@ func TestPgBouncerWorkers(t *testing.T) {
 			t.Fatalf("-pgbouncer.modes: unknown mode %q", name)
 		}
 		direct := burnThrough(t, mode, nil)
+		t.Logf("%v, direct: %v", mode, direct)
 		if !slices.Contains(bouncerModes, mode) {
-			t.Logf("%d processes, %d jobs, %v: direct %.0f jobs/s; PgBouncer 1.18 cannot run this mode", burnWorkers, *pgbouncerJobs, mode, direct)
+			t.Logf("%v: PgBouncer 1.18 cannot run this mode", mode)
 			continue
 		}
 		bounced := burnThrough(t, mode, func(u string) string { return b.route(t, u) })
-		t.Logf("%d processes, %d jobs, %v: direct %.0f jobs/s, through PgBouncer %.0f jobs/s (%.0f%%)",
-			burnWorkers, *pgbouncerJobs, mode, direct, bounced, 100*bounced/direct)
+		t.Logf("%v, through PgBouncer: %v (%.0f%% of direct)", mode, bounced, 100*bounced.rate/direct.rate)
 	}
 }
 
+// burnResult is what one run of burnThrough measured.
+type burnResult struct {
+	processes, jobs int
+	// rate is in jobs per second.
+	rate float64
+	// dbCPU is the CPU time the database's backends spent during the run,
+	// or -1 when the server is not on this machine.
+	dbCPU time.Duration
+	// workerCPU is the CPU time the worker processes spent.
+	workerCPU time.Duration
+}
+
+func (r burnResult) String() string {
+	perJob := func(d time.Duration) string {
+		if d < 0 {
+			return "unknown"
+		}
+		return fmt.Sprintf("%.0fµs", float64(d.Microseconds())/float64(r.jobs))
+	}
+	return fmt.Sprintf("%d processes, %d jobs: %.0f jobs/s; CPU per job: Postgres backends %s, workers %s",
+		r.processes, r.jobs, r.rate, perJob(r.dbCPU), perJob(r.workerCPU))
+}
+
 // burnThrough enqueues the jobs on a fresh database, works them off with
-// burnWorkers child processes connected through route (directly when nil)
-// in mode, checks that each ran once and returns the jobs per second.
-func burnThrough(t *testing.T, mode pgx.QueryExecMode, route func(string) string) float64 {
+// child processes connected through route (directly when nil) in mode,
+// and checks that each job ran once.
+func burnThrough(t *testing.T, mode pgx.QueryExecMode, route func(string) string) burnResult {
 	t.Helper()
 	pool := newQueues(t, 4)
 	n := *pgbouncerJobs
@@ -323,17 +345,37 @@ func burnThrough(t *testing.T, mode pgx.QueryExecMode, route func(string) string
 		workerURL = route(workerURL)
 	}
 	workerURL = withParams(t, workerURL, "default_query_exec_mode="+execModeName(mode), fmt.Sprintf("pool_max_conns=%d", pollBurnConcurrency+3))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// One connection watches the table, rarely enough to stay out of the
+	// measurement; its backend's CPU is not counted.
+	watch, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Release()
+	cpuBefore := backendCPU(ctx, t, watch.Conn())
 
 	begin := time.Now()
 	dir := t.TempDir()
-	children := make([]*child, burnWorkers)
+	children := make([]*child, *pgbouncerProcesses)
 	for i := range children {
 		children[i] = startChildURL(t, "pollburn", workerURL, childOutEnv+"="+filepath.Join(dir, strconv.Itoa(i)))
 	}
-	waitFor(t, 2*time.Minute, "the queue to be empty", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
-	})
-	took := time.Since(begin)
+	for empty := false; !empty; {
+		time.Sleep(100 * time.Millisecond)
+		if err := watch.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM skipjack.demo)`).Scan(&empty); err != nil {
+			t.Fatalf("waiting for the queue to be empty: %v", err)
+		}
+	}
+	res := burnResult{processes: len(children), jobs: n, rate: float64(n) / time.Since(begin).Seconds(), dbCPU: -1}
+	if cpuAfter := backendCPU(ctx, t, watch.Conn()); cpuBefore != nil && cpuAfter != nil {
+		res.dbCPU = 0
+		for pid, d := range cpuAfter {
+			res.dbCPU += d - cpuBefore[pid]
+		}
+	}
+
 	runs := newTally()
 	for i, c := range children {
 		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -342,6 +384,7 @@ func burnThrough(t *testing.T, mode pgx.QueryExecMode, route func(string) string
 		if err := c.wait(); err != nil {
 			t.Fatalf("child exited with %v; output:\n%s", err, c.output.String())
 		}
+		res.workerCPU += c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()
 		ids := readIDs(t, filepath.Join(dir, strconv.Itoa(i)))
 		if len(ids) == 0 {
 			t.Errorf("child %d ran no job", i)
@@ -356,7 +399,43 @@ func burnThrough(t *testing.T, mode pgx.QueryExecMode, route func(string) string
 	if d := runs.duplicates(); d != 0 {
 		t.Errorf("%d jobs ran more than once", d)
 	}
-	return float64(n) / took.Seconds()
+	return res
+}
+
+// backendCPU returns the CPU time each backend connected to conn's database
+// (other than conn's own) has used, by pid, read from /proc; nil when the
+// backends are not processes of this machine. It assumes Linux's usual 100
+// clock ticks per second.
+func backendCPU(ctx context.Context, t *testing.T, conn *pgx.Conn) map[int]time.Duration {
+	t.Helper()
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		t.Fatalf("list backends: %v", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatalf("list backends: %v", err)
+	}
+	cpu := make(map[int]time.Duration, len(pids))
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil
+		}
+		// The fields after the command's closing parenthesis start with
+		// the state (field 3); utime and stime are fields 14 and 15.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			return nil
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil
+		}
+		cpu[int(pid)] = time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return cpu
 }
 
 // execModeName returns mode's name as pgx's default_query_exec_mode
