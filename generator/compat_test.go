@@ -404,3 +404,25 @@ func TestLockOfGoldenInputs(t *testing.T) {
 		t.Errorf("only %d valid golden inputs found", valid)
 	}
 }
+
+// FuzzParseLock feeds parseLock arbitrary files: a damaged lock must be an
+// error, never a panic, and whatever parses must render and parse again to
+// the same lock.
+func FuzzParseLock(f *testing.F) {
+	f.Add([]byte(lockHeader + "\nqueue a\n\tfield x map[string]*A deprecated\n\tunique by * states pending,running\ntype A\n\tfield y []int64\n"))
+	f.Add([]byte(lockHeader + "\n\t\n"))
+	f.Add([]byte(lockHeader + "\nqueue a\n\tunique by a,b states pending\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lock, err := parseLock(data)
+		if err != nil {
+			return
+		}
+		again, err := parseLock(lock.render())
+		if err != nil {
+			t.Fatalf("a parsed lock renders unreadably: %v\n%s", err, lock.render())
+		}
+		if !bytes.Equal(again.render(), lock.render()) {
+			t.Fatalf("render is not stable:\n%s\n%s", lock.render(), again.render())
+		}
+	})
+}

@@ -199,6 +199,8 @@ func parseLock(data []byte) (*payloadLock, error) {
 		words := strings.Fields(text)
 		indented := strings.HasPrefix(text, "\t")
 		switch {
+		case len(words) == 0:
+			return nil, bad("unreadable line %q", text)
 		case !indented && len(words) == 2 && words[0] == "queue":
 			lock.queues = append(lock.queues, lockQueue{name: words[1]})
 			queue = &lock.queues[len(lock.queues)-1]
