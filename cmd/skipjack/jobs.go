@@ -68,6 +68,8 @@ func queueArgs(withIDs bool) func(o *options, args []string) error {
 			return errors.New("missing job ID")
 		case !withIDs && len(o.ids) > 0:
 			return fmt.Errorf("unexpected arguments %q", args[1:])
+		case !withIDs && (o.limit < 1 || o.limit > 1000):
+			return fmt.Errorf("--limit %d is not between 1 and 1000", o.limit)
 		}
 		return validState(o)
 	}
@@ -103,9 +105,6 @@ func parseIDs(o *options, args []string) error {
 func validState(o *options) error {
 	if o.state != "" && !slices.Contains(jobStates, o.state) {
 		return fmt.Errorf("--state %q is not one of %s", o.state, strings.Join(jobStates, ", "))
-	}
-	if o.limit < 0 || o.limit > 1000 {
-		return fmt.Errorf("--limit %d is not between 1 and 1000", o.limit)
 	}
 	return nil
 }
@@ -185,7 +184,7 @@ func jobsList(o options, e env) error {
 	if _, err := e.stdout.Write(b.Bytes()); err != nil {
 		return err
 	}
-	if limit := max(o.limit, 1); len(records) >= limit {
+	if len(records) >= o.limit {
 		fmt.Fprintf(e.stderr, "more jobs may follow: skipjack jobs list %s --after %d\n", o.queue, records[len(records)-1].ID)
 	}
 	return nil

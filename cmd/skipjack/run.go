@@ -160,24 +160,16 @@ func run(args []string, e env) int {
 		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", name, usage())
 		return exitUsage
 	}
-	var o options
-	fs := c.flagSet(&o, e.stderr)
-	positional, err := parseInterspersed(fs, rest)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
+	o, fs, err := c.parse(rest, e.stderr)
+	var bad argsError
 	switch {
-	case c.args != nil:
-		err = c.args(&o, positional)
-	case len(positional) > 0:
-		err = fmt.Errorf("unexpected arguments %q", positional)
-	}
-	if err != nil {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &bad):
 		fmt.Fprintf(e.stderr, "skipjack %s: %v\n\n", c.name, err)
 		fs.Usage()
+		return exitUsage
+	case err != nil: // the flag package printed it and the usage
 		return exitUsage
 	}
 	if c.database && o.dbURL == "" {
@@ -199,6 +191,30 @@ func run(args []string, e env) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// argsError is a usage error in a command's positional arguments.
+type argsError struct{ err error }
+
+func (e argsError) Error() string { return e.err.Error() }
+
+// parse parses the flags and positional arguments of c. A flag error has
+// been printed with c's usage to stderr already; a positional argument
+// error is an argsError, for the caller to print.
+func (c *command) parse(args []string, stderr io.Writer) (options, *flag.FlagSet, error) {
+	var o options
+	fs := c.flagSet(&o, stderr)
+	positional, err := parseInterspersed(fs, args)
+	switch {
+	case err != nil:
+	case c.args != nil:
+		if err = c.args(&o, positional); err != nil {
+			err = argsError{err}
+		}
+	case len(positional) > 0:
+		err = argsError{fmt.Errorf("unexpected arguments %q", positional)}
+	}
+	return o, fs, err
 }
 
 // parseInterspersed parses flags that may come before, between and after
