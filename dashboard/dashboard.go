@@ -17,10 +17,12 @@ import (
 
 // Defaults and limits of Config.
 const (
-	defaultTitle        = "skipjack"
-	defaultRefresh      = 5 * time.Second
-	defaultPageSize     = 50
-	maxPageSize         = 1000
+	defaultTitle    = "skipjack"
+	defaultRefresh  = 5 * time.Second
+	defaultPageSize = 50
+	// maxPageSize keeps a page and its look-ahead row (List with
+	// PageSize+1) within List's own cap of 1000 rows.
+	maxPageSize         = 500
 	defaultQueryTimeout = 10 * time.Second
 	minSecretLen        = 32
 )
@@ -41,7 +43,7 @@ type Config struct {
 	// place. Default 5s; negative turns auto-refresh off.
 	RefreshInterval time.Duration
 	// PageSize is how many jobs a queue page lists. Default 50, at most
-	// 1000.
+	// 500.
 	PageSize int
 	// QueryTimeout bounds the database calls of one request. Default 10s.
 	QueryTimeout time.Duration

@@ -63,7 +63,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"duplicate", Config{Queues: []skipjack.QueueAdmin{q, newFakeQueue("alpha", 1, testNow)}}, `"alpha" is listed twice`},
 		{"slash in name", Config{Queues: []skipjack.QueueAdmin{newFakeQueue("a/b", 1, testNow)}}, "cannot be a path segment"},
 		{"empty name", Config{Queues: []skipjack.QueueAdmin{newFakeQueue("", 1, testNow)}}, "cannot be a path segment"},
-		{"page size", Config{Queues: []skipjack.QueueAdmin{q}, PageSize: 1001}, "page size 1001"},
+		{"page size", Config{Queues: []skipjack.QueueAdmin{q}, PageSize: 501}, "page size 501"},
 		{"short secret", Config{Queues: []skipjack.QueueAdmin{q}, Secret: []byte("short")}, "at least 32"},
 		{"bad origin", Config{Queues: []skipjack.QueueAdmin{q}, TrustedOrigins: []string{"not a url"}}, "trusted origin"},
 	}

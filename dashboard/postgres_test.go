@@ -319,55 +319,67 @@ func (c *countingAdmin) List(ctx context.Context, p skipjack.ListParams) ([]*ski
 	return c.QueueAdmin.List(ctx, p)
 }
 
-// TestPostgresKeysetPagination follows a queue's next-page links over 130
-// real jobs: every job appears exactly once, in id order, and every List
-// call is bounded.
+// TestPostgresKeysetPagination follows a queue's next-page links over
+// real jobs, at the default page size and at the largest: every job appears
+// exactly once, in id order, on the expected number of pages, and every
+// List call stays within List's cap.
 func TestPostgresKeysetPagination(t *testing.T) {
 	t.Parallel()
-	pool := newDB(t)
-	ps := make([]sendemail.Payload, 130)
-	for i := range ps {
-		ps[i] = sendemail.Payload{To: "x" + strconv.Itoa(i) + "@example.com"}
+	tests := []struct {
+		pageSize, jobs, pages int
+	}{
+		{50, 130, 3},
+		{maxPageSize, 2*maxPageSize + 1, 3},
 	}
-	if n, err := sendemail.EnqueueMany(t.Context(), pool, ps); err != nil || n != 130 {
-		t.Fatalf("EnqueueMany: %d, %v", n, err)
-	}
-	counted := &countingAdmin{QueueAdmin: sendemail.Admin(pool)}
-	h, err := New(Config{Queues: []skipjack.QueueAdmin{counted}, PageSize: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idRE := regexp.MustCompile(`<tr data-job="(\d+)">`)
-	nextRE := regexp.MustCompile(`href="\.\./(queues/send_email\?[^"]*)" rel="next"`)
-	var ids []int64
-	target, pages := "/queues/send_email?state=pending", 0
-	for target != "" {
-		pages++
-		res, body := do(t, h, httptest.NewRequest("GET", target, nil))
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d", target, res.StatusCode)
-		}
-		for _, m := range idRE.FindAllStringSubmatch(body, -1) {
-			id, _ := strconv.ParseInt(m[1], 10, 64)
-			ids = append(ids, id)
-		}
-		target = ""
-		if m := nextRE.FindStringSubmatch(body); m != nil {
-			target = "/" + strings.ReplaceAll(m[1], "&amp;", "&")
-		}
-	}
-	if pages != 3 || len(ids) != 130 {
-		t.Fatalf("%d pages with %d jobs, want 3 pages with 130", pages, len(ids))
-	}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			t.Fatalf("ids out of order or repeated at %d: %v", i, ids[i-1:i+1])
-		}
-	}
-	for _, p := range counted.lists {
-		if p.Limit < 1 || p.Limit > 1000 {
-			t.Errorf("List called with Limit %d", p.Limit)
-		}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.pageSize), func(t *testing.T) {
+			t.Parallel()
+			pool := newDB(t)
+			ps := make([]sendemail.Payload, tt.jobs)
+			for i := range ps {
+				ps[i] = sendemail.Payload{To: "x" + strconv.Itoa(i) + "@example.com"}
+			}
+			if n, err := sendemail.EnqueueMany(t.Context(), pool, ps); err != nil || n != int64(tt.jobs) {
+				t.Fatalf("EnqueueMany: %d, %v", n, err)
+			}
+			counted := &countingAdmin{QueueAdmin: sendemail.Admin(pool)}
+			h, err := New(Config{Queues: []skipjack.QueueAdmin{counted}, PageSize: tt.pageSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			idRE := regexp.MustCompile(`<tr data-job="(\d+)">`)
+			nextRE := regexp.MustCompile(`href="\.\./(queues/send_email\?[^"]*)" rel="next"`)
+			var ids []int64
+			target, pages := "/queues/send_email?state=pending", 0
+			for target != "" && pages < 10 {
+				pages++
+				res, body := do(t, h, httptest.NewRequest("GET", target, nil))
+				if res.StatusCode != http.StatusOK {
+					t.Fatalf("GET %s: %d", target, res.StatusCode)
+				}
+				for _, m := range idRE.FindAllStringSubmatch(body, -1) {
+					id, _ := strconv.ParseInt(m[1], 10, 64)
+					ids = append(ids, id)
+				}
+				target = ""
+				if m := nextRE.FindStringSubmatch(body); m != nil {
+					target = "/" + strings.ReplaceAll(m[1], "&amp;", "&")
+				}
+			}
+			if pages != tt.pages || len(ids) != tt.jobs {
+				t.Fatalf("%d pages with %d jobs, want %d pages with %d", pages, len(ids), tt.pages, tt.jobs)
+			}
+			for i := 1; i < len(ids); i++ {
+				if ids[i] <= ids[i-1] {
+					t.Fatalf("ids out of order or repeated at %d: %v", i, ids[i-1:i+1])
+				}
+			}
+			for _, p := range counted.lists {
+				if p.Limit < 1 || p.Limit > 1000 {
+					t.Errorf("List called with Limit %d", p.Limit)
+				}
+			}
+		})
 	}
 }
 
