@@ -346,6 +346,13 @@ type Line
 	if again := lock.render(); string(again) != string(rendered) {
 		t.Errorf("render(parse(lock)) differs:\n%s", again)
 	}
+	crlf, err := parseLock(bytes.ReplaceAll(rendered, []byte("\n"), []byte("\r\n")))
+	if err != nil {
+		t.Fatalf("parse with CRLF line ends: %v", err)
+	}
+	if again := crlf.render(); string(again) != string(rendered) {
+		t.Errorf("render(parse(lock with CRLF)) differs:\n%s", again)
+	}
 }
 
 func TestParseLockErrors(t *testing.T) {

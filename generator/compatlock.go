@@ -189,7 +189,8 @@ func parseLock(data []byte) (*payloadLock, error) {
 	}
 	for sc.Scan() {
 		line++
-		text := sc.Text()
+		// A checkout with core.autocrlf turns line ends into \r\n.
+		text := strings.TrimSuffix(sc.Text(), "\r")
 		if line == 1 && text != lockHeader {
 			return nil, bad("not a skipjack lock file (line 1 is not %q)", lockHeader)
 		}
