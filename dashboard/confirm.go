@@ -13,15 +13,17 @@ import (
 
 // confirmData is a confirmation page's model.
 type confirmData struct {
-	Queue    string
-	Rec      *skipjack.Record[json.RawMessage]
-	State    string
-	Action   action
-	Applies  bool
-	Token    string
-	PostURL  string
-	BackURL  string
-	Disabled bool
+	Queue   string
+	Rec     *skipjack.Record[json.RawMessage]
+	State   string
+	Action  action
+	Applies bool
+	// LastError is the job's most recent error, or "".
+	LastError string
+	Token     string
+	PostURL   string
+	BackURL   string
+	Disabled  bool
 }
 
 // confirmPage asks before an action.
@@ -39,6 +41,9 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request, seg []stri
 		Queue: name, Rec: rec, State: displayState(rec, now), Action: a, Applies: a.applies(rec, now),
 		PostURL: base + jobPath(name, id) + "/" + a.Name, BackURL: base + jobPath(name, id),
 		Disabled: !h.cfg.Actions,
+	}
+	if n := len(rec.Errors); n > 0 {
+		d.LastError = rec.Errors[n-1].Error
 	}
 	status := http.StatusOK
 	if h.cfg.Actions {

@@ -101,7 +101,7 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/queues/alpha/jobs/999", 404, []string{"has no job 999"}, ""},
 		{"GET", "/queues/alpha/jobs/01", 404, nil, ""},
 		{"GET", "/queues/alpha/jobs/-1", 404, nil, ""},
-		{"GET", "/queues/alpha/jobs/1/retry", 200, []string{"Retry job 1?", `name="token"`}, ""},
+		{"GET", "/queues/alpha/jobs/1/retry", 200, []string{"Retry job 1?", `name="token"`, "smtp: 550 mailbox unavailable"}, ""},
 		{"GET", "/queues/alpha/jobs/1/explode", 404, []string{"No such action."}, ""},
 		{"GET", "/queues/alpha/jobs/1/", 404, nil, ""},
 		{"GET", "/queues//jobs", 404, nil, ""},
