@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
@@ -116,11 +117,13 @@ func knownQueue(cfg *config.Config, name string) error {
 // buildProgram writes src as main.go of a hidden folder under outDir,
 // builds it from the module at moduleDir into exe and deletes the folder.
 // The folder's name starts with a dot, so `go build ./...` and
-// `go vet ./...` in the module never see it.
+// `go vet ./...` in the module never see it. Folders that a killed run
+// left behind are removed once they are an hour old.
 func buildProgram(ctx context.Context, moduleDir, outDir string, src []byte, exe string) error {
+	removeLeftovers(outDir, time.Hour)
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	dir := filepath.Join(outDir, ".skipjack-run-"+hex.EncodeToString(suffix[:]))
+	dir := filepath.Join(outDir, programPrefix+hex.EncodeToString(suffix[:]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write the temporary program: %w", err)
 	}
@@ -138,6 +141,21 @@ func buildProgram(ctx context.Context, moduleDir, outDir string, src []byte, exe
 		return fmt.Errorf("build the generated code with a temporary main (go build in %s): %w\n%s", moduleDir, err, bytes.TrimSpace(msg))
 	}
 	return nil
+}
+
+// programPrefix starts the name of every temporary program folder.
+const programPrefix = ".skipjack-run-"
+
+// removeLeftovers removes the temporary program folders under outDir that
+// are older than age: a run killed with SIGKILL cannot remove its own.
+// Younger ones may belong to a run in progress and are kept.
+func removeLeftovers(outDir string, age time.Duration) {
+	dirs, _ := filepath.Glob(filepath.Join(outDir, programPrefix+"*"))
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > age {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // programSource renders the temporary program of cfg. The program imports

@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
@@ -91,6 +93,17 @@ queues:
 		t.Fatal(err)
 	}
 
+	// A folder a killed run left two hours ago goes; one of a run in
+	// progress stays.
+	jobsDir := filepath.Join(dir, "internal", "jobs")
+	old, current := filepath.Join(jobsDir, ".skipjack-run-old"), filepath.Join(jobsDir, ".skipjack-run-current")
+	writeTestFile(t, filepath.Join(old, "main.go"), "package main\n")
+	writeTestFile(t, filepath.Join(current, "main.go"), "package main\n")
+	twoHoursAgo := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, twoHoursAgo, twoHoursAgo); err != nil {
+		t.Fatal(err)
+	}
+
 	bin := filepath.Join(t.TempDir(), "program")
 	if err := buildProgram(context.Background(), dir, filepath.Join(dir, "internal", "jobs"), src, bin); err != nil {
 		t.Fatalf("build: %v", err)
@@ -98,9 +111,9 @@ queues:
 	if _, err := os.Stat(bin); err != nil {
 		t.Errorf("build wrote no binary: %v", err)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, "internal", "jobs", ".skipjack-*"))
-	if len(leftovers) > 0 {
-		t.Errorf("build left %q behind", leftovers)
+	leftovers, _ := filepath.Glob(filepath.Join(jobsDir, ".skipjack-*"))
+	if !slices.Equal(leftovers, []string{current}) {
+		t.Errorf("after the build, %q are left; want only the folder of the run in progress", leftovers)
 	}
 }
 
