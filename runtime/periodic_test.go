@@ -121,6 +121,13 @@ func TestPeriodicProcesses(t *testing.T) {
 		for _, c := range cs {
 			_ = c.wait()
 		}
+		// A statement a child sent just before it died still runs to its
+		// end on the server: wait for those, so the slots read next are
+		// all there will be.
+		waitFor(t, 10*time.Second, "the killed workers' statements to end", func() bool {
+			return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`) == 0
+		})
 	}
 	count := func(since time.Time) int64 {
 		return queryInt(t, pool, `SELECT count(*) FROM skipjack.tick WHERE run_at >= $1`, since)
