@@ -71,3 +71,26 @@ func addDemand(pool *pgxpool.Pool, n int) int {
 	}
 	return total
 }
+
+// warm opens n connections of pool at once (within a second, ignoring
+// errors), so that the first claims in flight together do not race a
+// connection being opened against one that is ready: claims that finish
+// out of order start their jobs out of priority order.
+func warm(pool *pgxpool.Pool, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conns := make(chan *pgxpool.Conn, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if c, err := pool.Acquire(ctx); err == nil {
+				conns <- c
+			}
+		})
+	}
+	wg.Wait()
+	close(conns)
+	for c := range conns {
+		c.Release()
+	}
+}

@@ -161,13 +161,25 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		}
 	}
 	r.mu.Lock()
+	stale := 0
 	for i := range entries {
 		e := &entries[i]
+		e.renewedAt = start
+		if old := r.held[e.row.ID]; old != nil && !old.lost {
+			// This worker claimed the job again after a rescuer took it
+			// from an earlier claim of ours: that attempt no longer owns
+			// it. Its handler is cancelled and its result dropped.
+			r.loseLocked(old)
+			stale++
+		}
 		r.held[e.row.ID] = e
 		r.queue = append(r.queue, e)
 	}
 	r.inflight -= limit - len(rows)
 	r.mu.Unlock()
+	if stale > 0 {
+		r.log.Warn("skipjack: claimed jobs again whose earlier claims by this worker had been rescued; the stale attempts are cancelled and their results dropped", "jobs", stale)
+	}
 	for range rows {
 		signal(r.avail)
 	}

@@ -47,11 +47,13 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 
 	ids, claims := idsAndClaims(es)
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
+	start := time.Now()
 	kept, cancelled, err := r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: %w", r.spec.Name, err)
 	}
+	r.renewed(es, kept, start)
 	if len(cancelled) > 0 {
 		r.cancelJobs(cancelled)
 	}
@@ -71,11 +73,7 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		if ackedInTx(e.job, false) {
 			continue // acknowledged by CompleteTx meanwhile
 		}
-		e.lost = true
-		r.forget(e)
-		if e.cancel != nil {
-			e.cancel(skipjack.ErrLeaseLost)
-		}
+		r.loseLocked(e)
 		lost++
 	}
 	r.mu.Unlock()
@@ -96,4 +94,72 @@ func (r *runner[T]) cancelJobs(ids []int64) {
 			e.cancel(skipjack.ErrCancelled)
 		}
 	}
+}
+
+// renewed records that the heartbeat that started at start extended the
+// leases of the jobs among es whose ids are in kept.
+func (r *runner[T]) renewed(es []*entry[T], kept []int64, start time.Time) {
+	alive := make(map[int64]bool, len(kept))
+	for _, id := range kept {
+		alive[id] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range es {
+		if alive[e.row.ID] {
+			e.renewedAt = start
+		}
+	}
+}
+
+// loseLocked marks e's lease as lost: e is no longer held, its handler's
+// context (if it runs) is cancelled with skipjack.ErrLeaseLost and its
+// result will be dropped. r.mu must be held.
+func (r *runner[T]) loseLocked(e *entry[T]) {
+	e.lost = true
+	r.forget(e)
+	if e.cancel != nil {
+		e.cancel(skipjack.ErrLeaseLost)
+	}
+}
+
+// leaseWatchLoop gives up the jobs whose leases this worker can no longer
+// prove, until stop is closed. A lease is proven until Lease after the
+// start of the last claim or heartbeat that extended it; once that is
+// less than one heartbeat interval away (heartbeats keep failing: a
+// partition, a database that is down), the job's handler is cancelled
+// with skipjack.ErrLeaseLost, ahead of any rescuer that may give the job
+// to another worker, and its result is dropped.
+func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
+	interval := r.spec.Lease / 3
+	t := time.NewTicker(max(interval/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			if n := r.expireUnproven(now, r.spec.Lease-interval); n > 0 {
+				r.log.Warn("skipjack: cannot prove the leases of jobs (heartbeats keep failing); their handlers are cancelled and their results dropped",
+					"jobs", n, "unproven_after", r.spec.Lease-interval)
+			}
+		}
+	}
+}
+
+// expireUnproven loses every held job whose lease was last extended more
+// than proof ago, except those being settled by a statement now or
+// acknowledged by CompleteTx, and returns how many it lost.
+func (r *runner[T]) expireUnproven(now time.Time, proof time.Duration) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.held {
+		if e.lost || e.settling || now.Sub(e.renewedAt) <= proof || ackedInTx(e.job, false) {
+			continue
+		}
+		r.loseLocked(e)
+		n++
+	}
+	return n
 }

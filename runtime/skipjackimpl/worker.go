@@ -143,6 +143,7 @@ type entry[T any] struct {
 	job       *skipjack.Job[T]        // the handler's view, built and decoded at claim
 	decodeErr error                   // the payload did not decode into T
 	cancel    context.CancelCauseFunc // cancels the running handler
+	renewedAt time.Time               // when the last claim or heartbeat that extended the lease started
 	lost      bool                    // the lease was lost; drop everything
 	settling  bool                    // inside an ack, resolve or release statement
 	res       Resolution              // the outcome when it is not completion
@@ -183,6 +184,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 			return fmt.Errorf("run %s: %w", r.spec.Name, err)
 		}
 		defer control.Close()
+		warm(control, maxClaimsInFlight)
 		r.store = r.w.bind(control)
 	}
 	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
@@ -203,6 +205,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	flusher.Go(func() { r.flushLoop(final) })
 	stopBackground := make(chan struct{})
 	background.Go(func() { r.heartbeatLoop(stopBackground) })
+	background.Go(func() { r.leaseWatchLoop(stopBackground) })
 	background.Go(func() { r.maintainLoop(stopBackground) })
 	if len(r.spec.Schedules) > 0 && r.w.slots != nil {
 		background.Go(func() { r.scheduleLoop(stopBackground) })
