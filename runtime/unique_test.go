@@ -338,3 +338,47 @@ func TestUniqueRetryDuplicate(t *testing.T) {
 		t.Errorf("jobs by key after Retry: %v, want taken=%d free=%d", held, newer, failed[1])
 	}
 }
+
+// TestUniqueRescue rescues a unique job whose worker died while running
+// it: the job keeps its key while running and after the rescue, and runs
+// again as the same job.
+func TestUniqueRescue(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 0)
+	ctx := context.Background()
+	id, err := uniq.Enqueue(ctx, pool, uniq.Payload{Key: "rescued"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker claimed it and died: running, with a lapsed lease.
+	if _, err := pool.Exec(ctx, `UPDATE skipjack.uniq SET state = 'running', attempt = attempt + 1, claim = claim + 1,
+		lease_expires_at = now() - interval '1 second', worker = 'dead' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if dup, err := uniq.Enqueue(ctx, pool, uniq.Payload{Key: "rescued", N: 1}); !errors.Is(err, skipjack.ErrDuplicate) || dup != id {
+		t.Fatalf("Enqueue while the dead worker's claim stands: (%d, %v), want (%d, ErrDuplicate)", dup, err, id)
+	}
+	ran := make(chan *uniq.Job, 1)
+	start(t, uniq.NewWorker(pool, func(ctx context.Context, job *uniq.Job) error {
+		if dup, err := uniq.Enqueue(ctx, pool, uniq.Payload{Key: "rescued", N: 2}); !errors.Is(err, skipjack.ErrDuplicate) || dup != id {
+			t.Errorf("Enqueue while the rescued job runs: (%d, %v), want (%d, ErrDuplicate)", dup, err, id)
+		}
+		ran <- job
+		return nil
+	}, skipjack.WorkerConfig{PollInterval: 20 * time.Millisecond, Logger: quietLogger(t)}))
+	select {
+	case job := <-ran:
+		if job.ID != id || job.Rescues != 1 || job.Attempt != 1 {
+			t.Errorf("rescued job ran as id %d, rescues %d, attempt %d; want %d, 1, 1", job.ID, job.Rescues, job.Attempt, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rescued job did not run")
+	}
+	waitFor(t, 5*time.Second, "the rescued job to complete", func() bool {
+		r, err := uniq.Get(ctx, pool, id)
+		return err == nil && r.State == skipjack.StateCompleted
+	})
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.uniq`); n != 1 {
+		t.Errorf("%d jobs, want 1", n)
+	}
+}
