@@ -98,7 +98,6 @@ func startPgBouncer(t *testing.T) *pgBouncer {
 	if err != nil {
 		t.Fatalf("parse %s: %v", base, err)
 	}
-	port := freePort(t)
 
 	// PgBouncer refuses to run as root: it then runs as postgres, which
 	// must be able to read its files.
@@ -110,10 +109,45 @@ func startPgBouncer(t *testing.T) *pgBouncer {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "users.txt"), fmt.Appendf(nil, "%q \"\"\n", server.User), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	if os.Geteuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			t.Fatalf("pgbouncer refuses to run as root and there is no postgres user to run it as: %v", err)
+		}
+		args = append(args, "-u", "postgres")
+	}
 	target := fmt.Sprintf("host=%s port=%d", server.Host, server.Port)
 	if server.Password != "" {
 		target += " password=" + server.Password
 	}
+	// The free port may be taken before PgBouncer binds it: then it exits
+	// at once, and another port is tried.
+	for attempt := 1; ; attempt++ {
+		b, err := runPgBouncer(t, bin, args, dir, target, base)
+		if err == nil {
+			return b
+		}
+		if attempt == 3 {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runPgBouncer starts PgBouncer on a free port with its files in dir, in
+// front of target (host, port and password of the test server), and waits
+// until it answers for base. It returns an error if PgBouncer exited at
+// start.
+func runPgBouncer(t *testing.T, bin string, args []string, dir, target, base string) (*pgBouncer, error) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", base, err)
+	}
+	user := cfg.User
+	b := &pgBouncer{port: freePort(t)}
 	ini := fmt.Sprintf(`[databases]
 * = %s
 
@@ -128,22 +162,13 @@ max_client_conn = 1000
 default_pool_size = 10
 server_reset_query =
 ignore_startup_parameters = extra_float_digits
-`, target, port, filepath.Join(dir, "users.txt"))
-	if err := os.WriteFile(filepath.Join(dir, "users.txt"), fmt.Appendf(nil, "%q \"\"\n", server.User), 0o644); err != nil {
-		t.Fatal(err)
-	}
+admin_users = %s
+`, target, b.port, filepath.Join(dir, "users.txt"), user)
 	iniPath := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(iniPath, []byte(ini), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var args []string
-	if os.Geteuid() == 0 {
-		if _, err := user.Lookup("postgres"); err != nil {
-			t.Fatalf("pgbouncer refuses to run as root and there is no postgres user to run it as: %v", err)
-		}
-		args = append(args, "-u", "postgres")
-	}
-	cmd := exec.Command(bin, append(args, iniPath)...)
+	cmd := exec.Command(bin, append(slices.Clone(args), iniPath)...)
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -151,7 +176,7 @@ ignore_startup_parameters = extra_float_digits
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM) // immediate shutdown
 		select {
 		case <-exited:
@@ -159,26 +184,32 @@ ignore_startup_parameters = extra_float_digits
 			_ = cmd.Process.Kill()
 			<-exited
 		}
-		if t.Failed() {
-			t.Logf("pgbouncer output:\n%s", out.String())
-		}
-	})
+	}
 
-	b := &pgBouncer{port: port}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
 		case err := <-exited:
-			t.Fatalf("pgbouncer exited at start (%v):\n%s", err, out.String())
+			return nil, fmt.Errorf("pgbouncer exited at start (%v):\n%s", err, out.String())
 		default:
 		}
-		if err := pingURL(b.route(t, base)); err == nil {
-			return b
-		} else if time.Now().After(deadline) {
+		err := b.ping(t, base)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("pgbouncer did not accept connections within 10s: %v\n%s", err, out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("pgbouncer output:\n%s", out.String())
+		}
+	})
+	return b, nil
 }
 
 // freePort returns a local TCP port that was free a moment ago.
@@ -192,11 +223,33 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// pingURL connects to u and runs one query.
-func pingURL(u string) error {
+// ping checks that b's port is PgBouncer's (asking its admin console for
+// its version, so that another server on a reused port cannot pass for it)
+// and that it reaches the test server's database of base.
+func (b *pgBouncer) ping(t testing.TB, base string) error {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
+	admin, err := pgx.ParseConfig(b.route(t, base))
+	if err != nil {
+		return err
+	}
+	admin.Database = "pgbouncer"
+	admin.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // all the admin console speaks
+	conn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return err
+	}
+	var version string
+	err = conn.QueryRow(ctx, "SHOW VERSION").Scan(&version)
+	conn.Close(context.Background())
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(version, "PgBouncer") {
+		return fmt.Errorf("port %d answers SHOW VERSION with %q, not PgBouncer", b.port, version)
+	}
+	conn, err = pgx.Connect(ctx, b.route(t, base))
 	if err != nil {
 		return err
 	}
