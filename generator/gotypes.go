@@ -120,7 +120,7 @@ func (w *typeWriter) goType(t *config.TypeExpr) string {
 func (w *typeWriter) fields(fs []config.Field) []templates.Field {
 	out := make([]templates.Field, len(fs))
 	for i, f := range fs {
-		out[i] = templates.Field{Name: f.GoName, Type: w.goType(f.Type), Key: f.Key}
+		out[i] = templates.Field{Name: f.GoName, Type: w.goType(f.Type), Key: f.Key, Deprecated: f.Deprecated}
 	}
 	return out
 }

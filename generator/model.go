@@ -77,6 +77,11 @@ func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
 			continue
 		}
 		cron := im.use("github.com/robfig/cron/v3", "cron")
+		if s.Timezone != "UTC" {
+			// The time zone must load in containers without a zoneinfo
+			// database too.
+			im.useNamed("time/tzdata", "_")
+		}
 		schedules = append(schedules, "skipjackimpl.CronSchedule("+strconv.Itoa(i)+", "+strconv.Quote(s.Cron)+", "+
 			strconv.Quote(s.Timezone)+", "+cron+".ParseStandard, "+payload+", "+missed+")")
 	}

@@ -16,6 +16,8 @@ type Field struct {
 	Type string
 	// Key is the JSON key (parcel_id).
 	Key string
+	// Deprecated marks a field declared with deprecated: true.
+	Deprecated bool
 }
 
 // Struct is a generated struct.
