@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // maxClaimsInFlight is how many claim statements a worker runs at once.
@@ -156,9 +159,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		e := &entries[i]
 		e.row = rows[i]
 		e.job = newJob[T](&e.row)
-		if err := json.Unmarshal(e.row.Payload, &e.job.Payload); err != nil {
-			e.decodeErr = fmt.Errorf("decode payload: %w", err)
-		}
+		e.decodeErr = r.decode(e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()
 	stale := 0
@@ -187,4 +188,22 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		signal(r.slotFreed)
 	}
 	return len(rows), err
+}
+
+// decode decodes a payload into p. A panic of the payload type's own
+// decoding (a custom UnmarshalJSON or UnmarshalText) is recovered, logged
+// with its stack and returned as the error, so the job fails with it
+// instead of the process.
+func (r *runner[T]) decode(payload []byte, p *T) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			r.log.Error("skipjack: payload decoding panicked", "panic", fmt.Sprint(v), "stack", string(stack))
+			err = fmt.Errorf("decode payload: %w", &skipjack.PanicError{Value: v, Stack: stack})
+		}
+	}()
+	if err := json.Unmarshal(payload, p); err != nil {
+		return fmt.Errorf("decode payload: %w", err)
+	}
+	return nil
 }
