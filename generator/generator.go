@@ -90,26 +90,26 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 	if err := diags.err(); err != nil {
 		return nil, err
 	}
-	plan, err := planMigrations(cfg)
+	m := buildModel(cfg)
+	plan, err := planMigrations(cfg, m.state)
 	if err != nil {
 		return nil, err
 	}
 
 	g := &gen{cfg: cfg, out: path.Clean(cfg.Out), outImport: outImport, sharedPkg: sharedPkg, external: ext}
-	live := cfg.LiveQueues()
-	sqlcFiles, err := runSQLC(cfg, g.out, live, opts.SQLC)
+	sqlcFiles, err := runSQLC(cfg.Schema, g.out, m.queues, opts.SQLC)
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range sqlcFiles {
 		g.add(f.Path, f.Data)
 	}
-	for i := range live {
-		data, err := templates.Execute(templates.Queue, g.queueFile(&live[i]))
+	for _, qm := range m.queues {
+		data, err := templates.Execute(templates.Queue, g.queueFile(qm))
 		if err != nil {
 			return nil, err
 		}
-		g.add(path.Join(g.out, live[i].Package, "queue.go"), data)
+		g.add(path.Join(g.out, qm.cfg.Package, "queue.go"), data)
 	}
 	if len(cfg.Types) > 0 {
 		data, err := templates.Execute(templates.Types, g.typesFile())

@@ -57,14 +57,14 @@ var versionPrefix = regexp.MustCompile(`^(\d+)_`)
 
 // planMigrations reads the migrations folder and plans the migration that
 // brings the database from the last recorded state to the YAML's.
-func planMigrations(cfg *config.Config) (*migrationPlan, error) {
+func planMigrations(cfg *config.Config, want state) (*migrationPlan, error) {
 	dir := filepath.Join(cfg.Dir, filepath.FromSlash(cfg.Migrations.Dir))
 	existing, last, maxVersion, err := readMigrations(dir, cfg.Migrations.Format)
 	if err != nil {
 		return nil, err
 	}
 	plan := &migrationPlan{all: existing}
-	up, down, name, err := diffState(cfg, last)
+	up, down, name, err := diffState(cfg, last, want)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func planMigrations(cfg *config.Config) (*migrationPlan, error) {
 	}
 	version := maxVersion + 1
 	base := fmt.Sprintf("%04d_%s", version, name)
-	stateJSON, err := json.Marshal(desiredState(cfg))
+	stateJSON, err := json.Marshal(want)
 	if err != nil {
 		return nil, fmt.Errorf("encode migration state: %w", err)
 	}
@@ -96,20 +96,10 @@ func planMigrations(cfg *config.Config) (*migrationPlan, error) {
 	return plan, nil
 }
 
-// desiredState is the state the YAML asks for.
-func desiredState(cfg *config.Config) state {
-	s := state{Schema: cfg.Schema, Tables: []schema.Table{}}
-	for _, q := range cfg.LiveQueues() {
-		s.Tables = append(s.Tables, tableOf(cfg, &q))
-	}
-	return s
-}
-
 // diffState returns the up and down SQL from the recorded state last (nil
-// before the first migration) to the YAML's state, and a name for the
+// before the first migration) to the YAML's state want, and a name for the
 // migration; up is "" when nothing changed.
-func diffState(cfg *config.Config, last *state) (up, down, name string, err error) {
-	want := desiredState(cfg)
+func diffState(cfg *config.Config, last *state, want state) (up, down, name string, err error) {
 	if last == nil {
 		last = &state{Schema: cfg.Schema}
 	} else if last.Schema != cfg.Schema {

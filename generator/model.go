@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/queries"
 	"github.com/skipjack-dev/skipjack/schema"
 	"github.com/skipjack-dev/skipjack/templates"
 )
@@ -14,6 +15,33 @@ import (
 // runtimeImport is the import path of the runtime every generated package
 // links.
 const runtimeImport = "github.com/skipjack-dev/skipjack/runtime"
+
+// model is what every renderer reads, built once from the config by
+// buildModel: one queueModel per live queue, in file order, and the state
+// the migrations must bring the database to.
+type model struct {
+	queues []queueModel
+	state  state
+}
+
+// queueModel is one live queue: its config, its table and what its sqlc
+// queries depend on.
+type queueModel struct {
+	cfg     *config.Queue
+	table   schema.Table
+	queries queries.Queue
+}
+
+// buildModel builds the model of cfg.
+func buildModel(cfg *config.Config) *model {
+	m := &model{state: state{Schema: cfg.Schema, Tables: []schema.Table{}}}
+	for _, q := range cfg.LiveQueues() {
+		t := tableOf(cfg, &q)
+		m.queues = append(m.queues, queueModel{cfg: &q, table: t, queries: queriesOf(t, &q)})
+		m.state.Tables = append(m.state.Tables, t)
+	}
+	return m
+}
 
 // tableOf returns the schema description of q's table.
 func tableOf(cfg *config.Config, q *config.Queue) schema.Table {
@@ -54,8 +82,9 @@ var defaultStorageParams = []schema.Param{
 	{Name: "autovacuum_analyze_scale_factor", Value: "0.02"},
 }
 
-// queueFile builds the model of q's queue.go.
-func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
+// queueFile builds the template model of a queue's queue.go.
+func (g *gen) queueFile(qm queueModel) templates.QueueFile {
+	q := qm.cfg
 	im := newImports(append([]string{q.Package}, config.QueueIdentifiers...)...)
 	for _, s := range g.cfg.Types {
 		im.taken[s.Name] = true
@@ -103,7 +132,7 @@ func (g *gen) queueFile(q *config.Queue) templates.QueueFile {
 		}
 	}
 	std, other := im.split()
-	t := tableOf(g.cfg, q)
+	t := qm.table
 	return templates.QueueFile{
 		Package:         q.Package,
 		Queue:           q.Name,

@@ -54,7 +54,7 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 // runSQLC writes the sqlc inputs of every live queue to a temporary folder,
 // runs sqlc once for all of them and returns its inputs and outputs as files
 // under <out>/<pkg>/internal/db/.
-func runSQLC(cfg *config.Config, out string, live []config.Queue, run func(dir string) error) ([]File, error) {
+func runSQLC(schemaName, out string, live []queueModel, run func(dir string) error) ([]File, error) {
 	if len(live) == 0 {
 		return nil, nil
 	}
@@ -70,19 +70,18 @@ func runSQLC(cfg *config.Config, out string, live []config.Queue, run func(dir s
 	var files []File
 	var yaml strings.Builder
 	yaml.WriteString("version: \"2\"\nsql:\n")
-	for i := range live {
-		q := &live[i]
-		t := tableOf(cfg, q)
-		ddl, err := schema.CreateTable(t)
+	for _, qm := range live {
+		q := qm.cfg
+		ddl, err := schema.CreateTable(qm.table)
 		if err != nil {
 			return nil, err
 		}
-		qs, err := queries.Render(queriesOf(t, q))
+		qs, err := queries.Render(qm.queries)
 		if err != nil {
 			return nil, err
 		}
 		inputs := map[string]string{
-			"schema.sql":  SQLHeader + "\n\n" + "CREATE SCHEMA IF NOT EXISTS " + schema.QuoteIdent(cfg.Schema) + ";\n\n" + ddl,
+			"schema.sql":  SQLHeader + "\n\n" + "CREATE SCHEMA IF NOT EXISTS " + schema.QuoteIdent(schemaName) + ";\n\n" + ddl,
 			"queries.sql": qs,
 		}
 		dir := filepath.Join(tmp, q.Package)
@@ -114,13 +113,13 @@ func runSQLC(cfg *config.Config, out string, live []config.Queue, run func(dir s
 		// under out, not against the temporary folder.
 		msg := strings.ReplaceAll(err.Error(), tmp+string(filepath.Separator), "")
 		for i := range live {
-			pkg := live[i].Package
+			pkg := live[i].cfg.Package
 			msg = regexp.MustCompile(`(?m)^`+pkg+`/`).ReplaceAllString(msg, path.Join(out, pkg, "internal/db")+"/")
 		}
 		return nil, errors.New(strings.ReplaceAll(msg, tmp, "<sqlc>"))
 	}
-	for i := range live {
-		pkg := live[i].Package
+	for _, qm := range live {
+		pkg := qm.cfg.Package
 		gen, err := readSQLCOutput(filepath.Join(tmp, pkg, "db"))
 		if err != nil {
 			return nil, err
