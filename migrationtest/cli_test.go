@@ -44,6 +44,7 @@ func TestMigrateCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			p := p.in(t)
 			dbURL := skipjacktest.NewDatabase(t)
 			migrate := func() result {
 				if tt.env {
@@ -112,6 +113,7 @@ func TestStatsCommand(t *testing.T) {
 	}
 
 	t.Run("json", func(t *testing.T) {
+		p := p.in(t)
 		r := p.ok("stats", "--json", "--database-url", dbURL)
 		var got []struct {
 			counts
@@ -134,6 +136,7 @@ func TestStatsCommand(t *testing.T) {
 	})
 
 	t.Run("table", func(t *testing.T) {
+		p := p.in(t)
 		r := p.skipjack([]string{"DATABASE_URL=" + dbURL}, "stats")
 		if r.code != 0 {
 			t.Fatalf("stats: exit status %d\n%s", r.code, r.stderr)
@@ -157,6 +160,7 @@ func TestStatsCommand(t *testing.T) {
 	})
 
 	t.Run("unmigrated database", func(t *testing.T) {
+		p := p.in(t)
 		r := p.skipjack(nil, "stats", "--database-url", skipjacktest.NewDatabase(t))
 		if r.code != 1 || !strings.Contains(r.stderr, "skipjack stats: send_email:") || !strings.Contains(r.stderr, "does not exist") {
 			t.Errorf("stats on an unmigrated database: exit status %d, stderr %q; want 1 and the missing table", r.code, r.stderr)

@@ -103,7 +103,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// skipjack runs the CLI in the project's folder. The go command it starts
+// skipjack runs the CLI in the project's folder; it is safe to call from
+// several goroutines. The go command it starts
 // for migrate and stats may complete go.sum (GOFLAGS=-mod=mod) and never
 // sees the repository's go.work.
 func (p *project) skipjack(env []string, args ...string) result {
@@ -120,15 +121,24 @@ func (p *project) skipjack(env []string, args ...string) result {
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		p.t.Errorf("skipjack %s: still running after %v", strings.Join(args, " "), commandTimeout)
+		r.code = -1
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		p.t.Fatalf("skipjack %s: %v", strings.Join(args, " "), err)
-	}
-	if ctx.Err() != nil {
-		p.t.Fatalf("skipjack %s: still running after %v", strings.Join(args, " "), commandTimeout)
+		// Errorf, not Fatalf: skipjack may run on a goroutine of its own.
+		p.t.Errorf("skipjack %s: %v", strings.Join(args, " "), err)
+		r.code = -1
 	}
 	return r
+}
+
+// in returns p bound to the (sub)test t, for helpers that fail t.
+func (p *project) in(t *testing.T) *project {
+	c := *p
+	c.t = t
+	return &c
 }
 
 // ok runs the CLI and fails the test unless it exits 0.
