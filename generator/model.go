@@ -85,7 +85,7 @@ var defaultStorageParams = []schema.Param{
 // queueFile builds the template model of a queue's queue.go.
 func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 	q := qm.cfg
-	im := newImports(append([]string{q.Package}, config.QueueIdentifiers...)...)
+	im := newImports(config.QueueIdentifiers...)
 	for _, s := range g.cfg.Types {
 		im.taken[s.Name] = true
 	}
