@@ -11,8 +11,12 @@ type WorkerConfig struct {
 	// Concurrency is how many handlers run at once. Default 100. The worker
 	// also prefetches at most Concurrency further jobs, so one process never
 	// holds more than 2*Concurrency jobs of a queue. The pool passed to
-	// NewWorker should allow Concurrency + 3 connections when handlers use
-	// it; the worker logs a warning at start when it is smaller.
+	// NewWorker only serves handlers: the worker runs its own statements
+	// on a control pool of its own built from that pool's configuration
+	// (up to 6 connections, opened on demand), plus one LISTEN connection
+	// per process and database. Size the pool to at least the sum of the
+	// Concurrency of the workers sharing it when handlers use it; each
+	// worker logs a warning at start when it is smaller.
 	Concurrency int
 	// BatchSize caps how many jobs one claim statement takes and how many
 	// acknowledgements one statement carries. Default 100.
@@ -30,8 +34,13 @@ type WorkerConfig struct {
 	// window in which a crash makes completed jobs run again tiny.
 	AckDelay time.Duration
 	// ShutdownTimeout is how long in-flight handlers may run after Run's
-	// context is cancelled before their own contexts are cancelled.
-	// Default 30s.
+	// context is cancelled before their own contexts are cancelled; the
+	// jobs of handlers that then return an error are released with their
+	// attempt restored, not counted as failed attempts. Run then waits a
+	// quarter of it more (1s to 5s) for those handlers, flushes results
+	// for at most 4s and returns, with an error naming any job whose
+	// handler still has not returned. Default 20s, so the whole shutdown
+	// fits a 30s container grace period.
 	ShutdownTimeout time.Duration
 	// Logger receives the worker's structured logs. Default slog.Default().
 	Logger *slog.Logger

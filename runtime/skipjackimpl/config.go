@@ -17,7 +17,7 @@ const (
 	defaultBatchSize       = 100
 	defaultPollInterval    = time.Second
 	defaultAckDelay        = 25 * time.Millisecond
-	defaultShutdownTimeout = 30 * time.Second
+	defaultShutdownTimeout = 20 * time.Second
 )
 
 // configWithDefaults returns c with every zero field set to its default.

@@ -45,6 +45,7 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 	}
 	ctx, cancel := context.WithCancelCause(r.handlerCtx)
 	e.cancel = cancel
+	e.startedAt = time.Now()
 	return e, ctx
 }
 
@@ -76,7 +77,12 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		}
 	}
 	var res Resolution
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(context.Cause(hctx), errShutdown):
+		// Interrupted by shutdown: released with the attempt restored,
+		// as a snooze of 0 writes it (an operator's cancel still fails it).
+		res = Resolution{ID: job.ID, Claim: job.Claim, Outcome: OutcomeSnooze}
+	case err != nil:
 		res = r.resolution(job, err)
 	}
 	r.jobEnd(ctx, job, took, err, res)

@@ -22,8 +22,8 @@ type claimResult struct {
 	err      error
 }
 
-// fetchLoop claims jobs until ctx is cancelled, then waits for the claims
-// in flight.
+// fetchLoop claims jobs until ctx is cancelled. Claims still in flight
+// then release what they claimed themselves; r.claims waits for them.
 //
 // It claims when it has reason to believe jobs are due (at start, after a
 // notification, a poll tick or a rescue, when a job it retried or snoozed
@@ -46,22 +46,18 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	defer retry.Stop()
 	backingOff := false
 	bo := loopBackoff{max: dbRetryMax}
+	// Buffered for every claim in flight, so none blocks on its result.
 	results := make(chan claimResult, maxClaimsInFlight)
 	inFlight := 0
-	defer func() {
-		for ; inFlight > 0; inFlight-- {
-			<-results
-		}
-	}()
 
 	for ctx.Err() == nil {
 		if more && !backingOff && inFlight < maxClaimsInFlight {
 			if limit := r.reserve(); limit > 0 {
 				inFlight++
-				go func() {
+				r.claims.Go(func() {
 					n, err := r.claim(limit)
 					results <- claimResult{limit: limit, n: n, err: err}
-				}()
+				})
 				continue
 			}
 		}
@@ -139,8 +135,9 @@ func (r *runner[T]) reserve() int {
 
 // claim runs one claim statement with capacity for limit jobs reserved,
 // queues what it returns and gives back the unused capacity. The statement
-// is not cancelled by shutdown (it is short and bounded): jobs it claimed
-// are then released instead of lingering until their leases lapse.
+// is not cancelled by shutdown (it is short and bounded): when the worker
+// stopped meanwhile, the jobs it claimed are released at once instead of
+// lingering until their leases lapse.
 func (r *runner[T]) claim(limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
@@ -162,6 +159,16 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		e.decodeErr = r.decode(e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()
+	if r.stopped {
+		r.inflight -= limit
+		r.mu.Unlock()
+		es := make([]*entry[T], len(entries))
+		for i := range entries {
+			es[i] = &entries[i]
+		}
+		r.releaseQueued(es)
+		return len(rows), err
+	}
 	stale := 0
 	for i := range entries {
 		e := &entries[i]

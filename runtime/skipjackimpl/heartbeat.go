@@ -143,6 +143,10 @@ func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
 				r.log.Warn("skipjack: cannot prove the leases of jobs (heartbeats keep failing); their handlers are cancelled and their results dropped",
 					"jobs", n, "unproven_after", r.spec.Lease-interval)
 			}
+			if ids := r.abandonOverruns(now, r.spec.Timeout+r.spec.Lease); len(ids) > 0 {
+				r.log.Warn("skipjack: handlers ignore their context long past the queue's timeout; their leases are no longer renewed, so the jobs run again elsewhere, and their results are dropped",
+					"jobs", ids, "timeout", r.spec.Timeout, "abandoned_after", r.spec.Timeout+r.spec.Lease)
+			}
 		}
 	}
 }
@@ -162,4 +166,23 @@ func (r *runner[T]) expireUnproven(now time.Time, proof time.Duration) int {
 		n++
 	}
 	return n
+}
+
+// abandonOverruns gives up the jobs whose handlers have been running for
+// more than limit (the queue's timeout plus one lease: their contexts were
+// cancelled at the timeout, and they ignore it), so that a stuck handler
+// is not heartbeated forever, and returns their ids. Their slots stay
+// taken until the handlers return.
+func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []int64
+	for id, e := range r.held {
+		if e.lost || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || ackedInTx(e.job, false) {
+			continue
+		}
+		r.loseLocked(e)
+		ids = append(ids, id)
+	}
+	return ids
 }

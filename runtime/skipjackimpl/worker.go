@@ -3,6 +3,7 @@ package skipjackimpl
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"log/slog"
@@ -19,7 +20,13 @@ const (
 	// database cannot hang Run.
 	queryTimeout = 15 * time.Second
 	// finalFlushTimeout bounds the release and the last flush at shutdown.
-	finalFlushTimeout = 15 * time.Second
+	finalFlushTimeout = 4 * time.Second
+	// maxShutdownGrace caps how long Run waits for handlers after it
+	// cancelled them at ShutdownTimeout (a quarter of ShutdownTimeout, at
+	// least a second). With the default ShutdownTimeout of 20s, Run returns
+	// within 20s + 5s + finalFlushTimeout: inside a 30s container grace
+	// period.
+	maxShutdownGrace = 5 * time.Second
 	// dbRetryMax caps the pause of a loop after repeated database errors.
 	dbRetryMax = 5 * time.Second
 )
@@ -135,6 +142,7 @@ type runner[T any] struct {
 	wake         <-chan struct{} // notifications; nil when polling only
 	stopHandlers chan struct{}   // closed when no job starts any more
 	handlerCtx   context.Context // parent of handler contexts
+	claims       sync.WaitGroup  // claim statements in flight
 }
 
 // entry is one claimed job.
@@ -144,6 +152,7 @@ type entry[T any] struct {
 	decodeErr error                   // the payload did not decode into T
 	cancel    context.CancelCauseFunc // cancels the running handler
 	renewedAt time.Time               // when the last claim or heartbeat that extended the lease started
+	startedAt time.Time               // when the handler started; zero while prefetched
 	lost      bool                    // the lease was lost; drop everything
 	settling  bool                    // inside an ack, resolve or release statement
 	res       Resolution              // the outcome when it is not completion
@@ -187,8 +196,8 @@ func (r *runner[T]) run(ctx context.Context) error {
 		warm(control, maxClaimsInFlight)
 		r.store = r.w.bind(control)
 	}
-	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHandlers()
+	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelHandlers(nil)
 	r.handlerCtx = handlerCtx
 
 	unsubscribe := func() {}
@@ -213,15 +222,37 @@ func (r *runner[T]) run(ctx context.Context) error {
 
 	r.fetchLoop(ctx)
 
-	// Shutdown: no job starts any more; prefetched jobs go back at once.
-	r.releaseQueued(r.stop())
+	// Shutdown, timed from the cancellation: no job starts any more;
+	// prefetched jobs go back at once, beside the running handlers, which
+	// get ShutdownTimeout; claims still in flight release what they return.
+	deadline := time.Now().Add(r.cfg.ShutdownTimeout)
+	var release sync.WaitGroup
+	queued := r.stop()
+	release.Go(func() { r.releaseQueued(queued) })
 	close(r.stopHandlers)
-	r.waitHandlers(&handlers, cancelHandlers)
+	stuck := r.waitHandlers(&handlers, deadline, cancelHandlers)
+	release.Wait()
+	r.claims.Wait()
 	close(final)
 	flusher.Wait()
 	close(stopBackground)
 	background.Wait()
+	if len(stuck) > 0 {
+		return fmt.Errorf("run %s: handlers of jobs %v did not return within %v of being cancelled at ShutdownTimeout; their leases lapse and the jobs run again",
+			r.spec.Name, stuck, shutdownGrace(r.cfg.ShutdownTimeout))
+	}
 	return nil
+}
+
+// errShutdown is the cause of a handler context cancelled because
+// ShutdownTimeout passed; the job is then released with its attempt
+// restored, as if it had never started.
+var errShutdown = errors.New("skipjack: worker shutting down")
+
+// shutdownGrace is how long Run waits for handlers it cancelled at
+// ShutdownTimeout.
+func shutdownGrace(timeout time.Duration) time.Duration {
+	return min(maxShutdownGrace, max(timeout/4, time.Second))
 }
 
 // statementTimeout is the deadline of a claim or a flush statement: half
@@ -249,23 +280,43 @@ func (r *runner[T]) stop() []*entry[T] {
 	return out
 }
 
-// waitHandlers waits for running handlers, cancelling their contexts when
-// ShutdownTimeout has passed.
-func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, cancel context.CancelFunc) {
+// waitHandlers waits for running handlers, cancelling their contexts at
+// deadline with cause errShutdown, and then waiting at most shutdownGrace
+// more. It returns the ids of the jobs whose handlers are still running
+// then (they ignore their context); their goroutines are left behind.
+func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time, cancel context.CancelCauseFunc) []int64 {
 	done := make(chan struct{})
 	go func() {
 		handlers.Wait()
 		close(done)
 	}()
-	t := time.NewTimer(r.cfg.ShutdownTimeout)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-done:
+		return nil
 	case <-t.C:
-		r.log.Warn("skipjack: shutdown timeout passed; cancelling running handlers", "shutdown_timeout", r.cfg.ShutdownTimeout)
-		cancel()
-		<-done
 	}
+	r.log.Warn("skipjack: shutdown timeout passed; cancelling running handlers and releasing their jobs", "shutdown_timeout", r.cfg.ShutdownTimeout)
+	cancel(errShutdown)
+	grace := shutdownGrace(r.cfg.ShutdownTimeout)
+	t.Reset(grace)
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var stuck []int64
+	for id, e := range r.held {
+		if e.cancel != nil && !e.lost {
+			stuck = append(stuck, id)
+		}
+	}
+	slices.Sort(stuck)
+	r.log.Error("skipjack: handlers ignored their cancelled contexts; returning without them", "jobs", stuck, "grace", grace)
+	return stuck
 }
 
 // releaseQueued makes prefetched jobs pending again for other workers.
