@@ -9,8 +9,11 @@ import (
 const (
 	// maintainBatch bounds the rows one rescue or prune statement touches.
 	maintainBatch = 1000
-	// maintainRounds bounds the statements of one rescue or prune run.
-	maintainRounds = 10
+	// maintainBudget bounds how long one rescue or prune run keeps going
+	// while its statements find full batches; when it runs out with work
+	// left, the next run starts right away (after the other maintenance
+	// task had its turn) instead of after the whole interval.
+	maintainBudget = 5 * time.Second
 	// pruneEvery is how often retained jobs are pruned, at most; queues
 	// that retain jobs for less than two minutes prune every half
 	// retention, but not more often than minPruneEvery.
@@ -37,15 +40,17 @@ func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-rescue.C:
-			if err := r.rescue(); err != nil {
+			more, err := r.rescue(stop)
+			if err != nil {
 				r.log.Warn("skipjack: rescuing lapsed leases failed", "error", err)
 			}
-			rescue.Reset(jitter(r.spec.Lease / 2))
+			rescue.Reset(next(more, jitter(r.spec.Lease/2)))
 		case <-prune.C:
-			if err := r.prune(); err != nil {
+			more, err := r.prune(stop)
+			if err != nil {
 				r.log.Warn("skipjack: pruning finished jobs failed", "error", err)
 			}
-			prune.Reset(jitter(every))
+			prune.Reset(next(more, jitter(every)))
 		}
 	}
 }
@@ -63,52 +68,71 @@ func (r *runner[T]) pruneInterval() time.Duration {
 	return every
 }
 
+// next is when a maintenance task runs again: at once when its last run
+// ran out of budget with work left, else after every.
+func next(more bool, every time.Duration) time.Duration {
+	if more {
+		return 0
+	}
+	return every
+}
+
 // rescue makes jobs whose lease lapsed pending again and wakes the fetcher
-// when it found any.
-func (r *runner[T]) rescue() error {
-	total, err := inRounds(func(ctx context.Context) (int64, error) {
+// when it found any. It reports whether it stopped with work left.
+func (r *runner[T]) rescue(stop <-chan struct{}) (bool, error) {
+	total, more, err := inRounds(stop, maintainBudget, func(ctx context.Context) (int64, error) {
 		return r.store.Rescue(ctx, maintainBatch)
 	})
-	if err != nil {
-		return fmt.Errorf("rescue %s: %w", r.spec.Name, err)
-	}
 	if total > 0 {
 		r.log.Info("skipjack: rescued jobs whose lease lapsed", "jobs", total)
 		signal(r.poke)
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("rescue %s: %w", r.spec.Name, err)
+	}
+	return more, nil
 }
 
-// prune deletes retained jobs older than the queue's retention.
-func (r *runner[T]) prune() error {
-	total, err := inRounds(func(ctx context.Context) (int64, error) {
+// prune deletes retained jobs older than the queue's retention. It reports
+// whether it stopped with work left.
+func (r *runner[T]) prune(stop <-chan struct{}) (bool, error) {
+	total, more, err := inRounds(stop, maintainBudget, func(ctx context.Context) (int64, error) {
 		return r.store.Prune(ctx, r.spec.RetainCompleted, r.spec.RetainFailed, maintainBatch)
 	})
-	if err != nil {
-		return fmt.Errorf("prune %s: %w", r.spec.Name, err)
-	}
 	if total > 0 {
 		r.log.Debug("skipjack: pruned finished jobs", "jobs", total)
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("prune %s: %w", r.spec.Name, err)
+	}
+	return more, nil
 }
 
 // inRounds runs a bounded maintenance statement (each run touches at most
-// maintainBatch rows) until a run touches fewer or maintainRounds have run,
-// each with its own deadline, and returns the rows touched in all.
-func inRounds(stmt func(ctx context.Context) (int64, error)) (int64, error) {
-	var total int64
-	for range maintainRounds {
+// maintainBatch rows per kind) again and again while its runs find full
+// batches, each with its own deadline, until budget has passed or stop is
+// closed. It returns the rows touched in all and whether it stopped with
+// work left.
+func inRounds(stop <-chan struct{}, budget time.Duration, stmt func(ctx context.Context) (int64, error)) (total int64, more bool, err error) {
+	end := time.Now().Add(budget)
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 		n, err := stmt(ctx)
 		cancel()
 		if err != nil {
-			return total, err
+			return total, false, err
 		}
 		total += n
 		if n < maintainBatch {
-			break
+			return total, false, nil
+		}
+		select {
+		case <-stop:
+			return total, true, nil
+		default:
+		}
+		if time.Now().After(end) {
+			return total, true, nil
 		}
 	}
-	return total, nil
 }
