@@ -90,7 +90,11 @@ func run(ctx context.Context, pool *pgxpool.Pool, out io.Writer) (summary, error
 
 	var sent, resized, charged, refused atomic.Int64
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	wcfg := skipjack.WorkerConfig{Concurrency: 30, Logger: logger}
+	// Three workers share the pool: their handlers may hold 3*12 = 36 of its
+	// 40 connections (only charge_card's use it), below the size the
+	// runtime warns about; each worker's claims, acks and heartbeats run on
+	// a small control pool of its own.
+	wcfg := skipjack.WorkerConfig{Concurrency: 12, Logger: logger}
 	workers := []interface{ Run(context.Context) error }{
 		sendemail.NewWorker(pool, func(ctx context.Context, job *sendemail.Job) error {
 			sent.Add(1) // a real handler would talk to a mail server here
