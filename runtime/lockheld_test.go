@@ -116,3 +116,83 @@ func leaseHorizon(t testing.TB, pool *pgxpool.Pool) time.Time {
 	}
 	return at
 }
+
+// TestOperatorLockAcrossHeartbeats has an operator hold a row lock on one
+// running job (SELECT ... FOR UPDATE) for longer than lease minus one
+// heartbeat interval while four other jobs of the same worker run. The
+// heartbeat must skip the locked row instead of waiting for it: the other
+// leases keep being renewed during the lock, and none of their handlers
+// is cancelled for a lease it could not prove.
+func TestOperatorLockAcrossHeartbeats(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	const jobs = 5
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	var mu sync.Mutex
+	lost := map[int64]error{}
+	running := make(chan int64, jobs)
+	start(t, slow.NewWorker(pool, func(hctx context.Context, job *slow.Job) error {
+		running <- job.ID
+		select {
+		case <-release:
+			return nil
+		case <-hctx.Done():
+			mu.Lock()
+			lost[job.ID] = context.Cause(hctx)
+			mu.Unlock()
+			return context.Cause(hctx)
+		}
+	}, skipjack.WorkerConfig{Concurrency: 8, Logger: quietLogger(t)}))
+	t.Cleanup(releaseAll) // runs before the worker stops
+	for n := range jobs {
+		if _, err := slow.Enqueue(ctx, pool, slow.Payload{N: int64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var locked int64
+	for i := range jobs {
+		select {
+		case id := <-running:
+			if i == 0 {
+				locked = id
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the jobs did not start")
+		}
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var lockedAt time.Time
+	if err := tx.QueryRow(ctx, `SELECT now() FROM skipjack.slow WHERE id = $1 FOR UPDATE`, locked).Scan(&lockedAt); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the lock for 3.5s (lease 3s, heartbeat every 1s): every other
+	// lease must have been renewed past lockedAt + 3s meanwhile.
+	waitFor(t, 10*time.Second, "the other leases to be renewed during the lock", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.slow WHERE id <> $1 AND lease_expires_at > $2::timestamptz + interval '3 seconds'`, locked, lockedAt) == jobs-1
+	})
+	waitFor(t, 10*time.Second, "the lock to be held for 3.5s", func() bool {
+		return queryInt(t, pool, `SELECT (now() > $1::timestamptz + interval '3500 milliseconds')::int`, lockedAt) == 1
+	})
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for id, cause := range lost {
+		if id != locked {
+			t.Errorf("job %d (not the locked one) was cancelled with %v during the lock", id, cause)
+		}
+	}
+	mu.Unlock()
+	releaseAll()
+	waitFor(t, 10*time.Second, "every job to complete", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.slow`) == 0
+	})
+}
