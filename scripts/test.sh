@@ -67,6 +67,9 @@ for m in "${modules[@]}"; do
 	if [ "${#plain[@]}" -gt 0 ]; then (cd "$m" && gotest -count=1 "${plain[@]}"); fi
 done
 
+step "fuzz the YAML loader for 60s (no panic, every error positioned)"
+(cd generator/config && go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime 60s .)
+
 step "skipjack check over every committed generated tree"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
