@@ -58,7 +58,7 @@ for m in "${mutants[@]}"; do
     printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
     survived=$((survived + 1))
   else
-    by=$(grep -oE -- '--- FAIL: [A-Za-z0-9_/]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ')
+    by=$(grep -oE -- '--- FAIL: [A-Za-z0-9_/]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ' || true)
     printf '%-40s killed by %s\n' "$name" "${by:-a crash of the test binary ($tests)}"
     killed=$((killed + 1))
   fi
