@@ -34,7 +34,7 @@ func TestCompleteTx(t *testing.T) {
 			}
 			logs := newLogs(t)
 			rec := newTally()
-			start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+			stop := start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
 				rec.add(job.ID)
 				tx, err := pool.Begin(ctx)
 				if err != nil {
@@ -61,7 +61,7 @@ func TestCompleteTx(t *testing.T) {
 				_, ok := getJob(t, pool, "demo", id)
 				return !ok
 			})
-			time.Sleep(100 * time.Millisecond) // any second acknowledgement flushes now
+			stop() // Run returns after flushing every result: a second acknowledgement is logged by now
 			if n := queryInt(t, pool, `SELECT count(*) FROM side`); n != 1 {
 				t.Errorf("%d side rows committed, want 1", n)
 			}

@@ -212,7 +212,7 @@ func TestOutcomes(t *testing.T) {
 			}
 			rec := &recorder{}
 			logs := newLogs(t)
-			start(t, fast.NewWorker(pool, func(ctx context.Context, job *fast.Job) error {
+			stop := start(t, fast.NewWorker(pool, func(ctx context.Context, job *fast.Job) error {
 				return tc.handle(ctx, rec.record(ctx, job), job)
 			}, skipjack.WorkerConfig{Concurrency: 2, PollInterval: 200 * time.Millisecond, Logger: logs.logger()}))
 			id := insert(t, pool)
@@ -226,7 +226,7 @@ func TestOutcomes(t *testing.T) {
 			if got := row.State == "failed"; got != tc.failed {
 				t.Fatalf("job ended failed=%v (row %+v), want failed=%v", got, row, tc.failed)
 			}
-			time.Sleep(50 * time.Millisecond) // a wrong extra attempt would show now
+			stop() // every handler has returned when Run does
 			calls := rec.get()
 			if len(calls) != tc.calls {
 				t.Fatalf("handler ran %d times, want %d", len(calls), tc.calls)
