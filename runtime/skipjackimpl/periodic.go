@@ -153,7 +153,10 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 				continue
 			}
 			st.slot = st.s.after(st.slot)
-			if st.slot.Before(now) { // the process slept through slots
+			// A process that was late by less than slotGrace (a GC pause,
+			// a starved CPU) catches up slot by slot; later than that it
+			// is treated as after downtime.
+			if now.Sub(st.slot) >= slotGrace {
 				st.slot = st.s.first(now)
 			}
 			st.at = st.slot
