@@ -99,21 +99,21 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	}
 	qs := q.bind(db)
 	text := unsafe.String(unsafe.SliceData(payload), len(payload))
-	var id int64
-	pool, autocommit := db.(*pgxpool.Pool)
-	if quiet := qs.quiet(); autocommit && quiet != nil && q.spec.Channel != "" {
-		// See notifier.go: the insert is committed when this returns, so
-		// the workers are woken after it, not from inside it.
-		id, err = quiet.EnqueueQuiet(ctx, text, o.RunAt, o.Delay, priority)
-		if err == nil {
+	// On a pool the insert is committed when it returns, so the workers
+	// are woken after it rather than by a NOTIFY inside it (notifier.go).
+	insert := qs.enqueue
+	pool, onPool := db.(*pgxpool.Pool)
+	quiet := qs.quiet()
+	wakeAfter := onPool && quiet != nil && q.spec.Channel != ""
+	if wakeAfter {
+		insert = quiet.EnqueueQuiet
+	}
+	id, err := insert(ctx, text, o.RunAt, o.Delay, priority)
+	if err == nil {
+		if wakeAfter {
 			wakeAfterCommit(pool, q.spec.Channel)
-			return id, nil
 		}
-	} else {
-		id, err = qs.enqueue(ctx, text, o.RunAt, o.Delay, priority)
-		if err == nil {
-			return id, nil
-		}
+		return id, nil
 	}
 	u := qs.unique()
 	if u == nil || !errors.Is(err, pgx.ErrNoRows) {
