@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/skipjack-dev/skipjack/generator"
+	"github.com/skipjack-dev/skipjack/generator/config"
 )
 
 // TestCheck writes the minimal case, changes the tree on disk and expects
@@ -191,5 +192,45 @@ func remove(t *testing.T, name string) {
 	t.Helper()
 	if err := os.Remove(name); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMigrationStateErrorsArePositioned checks that the errors found
+// against the recorded migration state point into skipjack.yaml: a changed
+// schema at the schema key, a queue no longer declared at the queues key.
+func TestMigrationStateErrorsArePositioned(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(yaml string) string
+		want string
+	}{
+		{"schema changed", func(y string) string { return y + "schema: other\n" },
+			`skipjack.yaml:9:9: schema changed from "skipjack" to "other"`},
+		{"queue no longer declared", func(y string) string { return strings.Replace(y, "  ping:", "  pong:", 1) },
+			`skipjack.yaml:5:1: queue ping has a table created by an earlier migration but is no longer declared`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newCaseModule(t, "minimal")
+			generateAndWrite(t, dir)
+			path := filepath.Join(dir, "skipjack.yaml")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(tc.edit(string(data))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			_, err = generator.Generate(cfg, generator.Options{SQLC: sqlc, AllowBreaking: true})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Generate = %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -103,8 +103,10 @@ func diffState(cfg *config.Config, last *state, want state) (up, down, name stri
 	if last == nil {
 		last = &state{Schema: cfg.Schema}
 	} else if last.Schema != cfg.Schema {
-		return "", "", "", fmt.Errorf("%s: schema changed from %q to %q after migrations were generated; moving queue tables between schemas is not supported",
-			cfg.Path, last.Schema, cfg.Schema)
+		diags := diagnostics{file: cfg.Path}
+		diags.addf(cfg.SchemaPos, "schema changed from %q to %q after migrations were generated; moving queue tables between schemas is not supported",
+			last.Schema, cfg.Schema)
+		return "", "", "", diags.err()
 	}
 	prev := map[string]schema.Table{}
 	for _, t := range last.Tables {

@@ -21,6 +21,9 @@ type Config struct {
 	// Out is the root folder of the generated Go packages, as written in the
 	// YAML (slash-separated, relative to Dir).
 	Out string
+	// SchemaPos is where schema is written (or the top of the file when
+	// missing).
+	SchemaPos Pos
 	// OutPos is where out is written (or the top of the file when missing).
 	OutPos Pos
 	// Migrations says where migration files go and in which format.

@@ -74,6 +74,7 @@ func TestLoadContractExample(t *testing.T) {
 		Name:       "shop",
 		Out:        "./internal/jobs",
 		OutPos:     Pos{3, 6},
+		SchemaPos:  Pos{7, 9},
 		Migrations: Migrations{Dir: "./migrations", Format: "plain"},
 		Schema:     "skipjack",
 		Types: []Struct{{

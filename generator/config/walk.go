@@ -55,7 +55,9 @@ func (w *walker) config(root *yaml.Node, cfg *Config) {
 	}
 
 	cfg.Schema = DefaultSchema
+	cfg.SchemaPos = pos(root)
 	if e, ok := top["schema"]; ok {
+		cfg.SchemaPos = pos(e.value)
 		if s, ok := w.str(e); ok && w.checkSchema(e.value, s) {
 			cfg.Schema = s
 		}
