@@ -6,10 +6,12 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -75,6 +77,14 @@ var funcs = template.FuncMap{
 	// queuePath is the first page of a queue's jobs in a state.
 	"queuePath": func(queue, state string) string { return queuePath(queue, state, 0) },
 	"title":     stateTitle,
+	// retained prints a retained count, marking one at the runtime's cap
+	// as a lower bound.
+	"retained": func(n int64) string {
+		if n >= skipjack.StatsRetainedCap {
+			return strconv.FormatInt(n, 10) + "+"
+		}
+		return strconv.FormatInt(n, 10)
+	},
 }
 
 // crumb is one step of the breadcrumb after the dashboard's title.

@@ -12,10 +12,15 @@ type Stats struct {
 	// Running counts claimed jobs.
 	Running int64 `json:"running"`
 	// Completed counts retained completed jobs (0 when they are deleted at
-	// ack).
+	// ack), up to StatsRetainedCap.
 	Completed int64 `json:"completed"`
-	// Failed counts retained failed jobs.
+	// Failed counts retained failed jobs, up to StatsRetainedCap.
 	Failed int64 `json:"failed"`
 	// OldestPending is how long the oldest due pending job has waited.
 	OldestPending time.Duration `json:"oldest_pending"`
 }
+
+// StatsRetainedCap is where Stats stops counting retained completed and
+// failed jobs, so that polling Stats never scans a large history: a count
+// equal to it means "at least".
+const StatsRetainedCap = 100_000
