@@ -12,47 +12,13 @@ type DBTX = skipjack.DBTX
 
 // ClaimRow is the shape of the row sqlc generates for a queue's Claim
 // query. Generated rows convert to ClaimedRow with no per-queue code.
-type ClaimRow interface {
-	~struct {
-		ID          int64
-		Attempt     int32
-		Claim       int32
-		MaxAttempts int32
-		Priority    int16
-		Payload     []byte
-		RunAt       time.Time
-		CreatedAt   time.Time
-		Rescues     int32
-		Errors      []byte
-	}
-}
+type ClaimRow interface{ ~claimedShape }
 
 // HeartbeatRow is the shape of the row of a queue's Heartbeat query.
-type HeartbeatRow interface {
-	~struct {
-		ID              int64
-		CancelRequested bool
-	}
-}
+type HeartbeatRow interface{ ~heartbeatRow }
 
 // RecordRow is the shape of the rows of a queue's Get and List queries.
-type RecordRow interface {
-	~struct {
-		ID             int64
-		State          string
-		Attempt        int32
-		MaxAttempts    int32
-		Priority       int16
-		RunAt          time.Time
-		CreatedAt      time.Time
-		FinishedAt     *time.Time
-		LeaseExpiresAt *time.Time
-		Worker         *string
-		Rescues        int32
-		Errors         []byte
-		Payload        []byte
-	}
-}
+type RecordRow interface{ ~recordRow }
 
 // StatsRow is the shape of the row of a queue's Stats query.
 type StatsRow interface {
@@ -67,21 +33,10 @@ type StatsRow interface {
 }
 
 // CopyRow is the shape of one row of a queue's EnqueueCopy.
-type CopyRow interface {
-	~struct {
-		Payload  []byte
-		Priority int16
-	}
-}
+type CopyRow interface{ ~copyRow }
 
 // CopyAtRow is the shape of one row of a queue's EnqueueCopyAt.
-type CopyAtRow interface {
-	~struct {
-		Payload  []byte
-		Priority int16
-		RunAt    time.Time
-	}
-}
+type CopyAtRow interface{ ~copyAtRow }
 
 // Queries is the method set sqlc generates for every queue's queries.sql
 // (with query_parameter_limit high enough that every parameter is
@@ -226,14 +181,15 @@ func (b binding[C, H, G, L, S, E, A]) enqueue(ctx context.Context, payload strin
 	return b.q.Enqueue(ctx, payload, runAt, delay, priority)
 }
 
-// copyRow and copyAtRow are the runtime's spelling of CopyRow and
-// CopyAtRow, converted to the queue's own types.
+// copyRow and copyAtRow are the shapes of CopyRow and CopyAtRow, converted
+// to the queue's own types. They and the other shapes below are aliases of
+// unnamed struct types, which is what lets the constraints name them with ~.
 type (
-	copyRow struct {
+	copyRow = struct {
 		Payload  []byte
 		Priority int16
 	}
-	copyAtRow struct {
+	copyAtRow = struct {
 		Payload  []byte
 		Priority int16
 		RunAt    time.Time
@@ -318,14 +274,14 @@ func (b binding[C, H, G, L, S, E, A]) slots() slotQueries {
 	return s
 }
 
-// heartbeatRow is the runtime's spelling of HeartbeatRow.
-type heartbeatRow struct {
+// heartbeatRow is the shape of HeartbeatRow.
+type heartbeatRow = struct {
 	ID              int64
 	CancelRequested bool
 }
 
-// recordRow is the runtime's spelling of RecordRow.
-type recordRow struct {
+// recordRow is the shape of RecordRow.
+type recordRow = struct {
 	ID             int64
 	State          string
 	Attempt        int32

@@ -281,15 +281,21 @@ func (q *Queue[P]) NewWorker(pool *pgxpool.Pool, handle func(context.Context, *s
 
 // typed decodes the payload of a raw record.
 func typed[P any](raw *skipjack.Record[[]byte]) (*skipjack.Record[P], error) {
-	rec := &skipjack.Record[P]{
-		ID: raw.ID, State: raw.State, Attempt: raw.Attempt, MaxAttempts: raw.MaxAttempts,
-		Priority: raw.Priority, RunAt: raw.RunAt, CreatedAt: raw.CreatedAt, FinishedAt: raw.FinishedAt,
-		LeaseExpiresAt: raw.LeaseExpiresAt, Worker: raw.Worker, Rescues: raw.Rescues, Errors: raw.Errors,
-	}
-	if err := json.Unmarshal(raw.Payload, &rec.Payload); err != nil {
+	var p P
+	if err := json.Unmarshal(raw.Payload, &p); err != nil {
 		return nil, fmt.Errorf("job %d: decode payload: %w", raw.ID, err)
 	}
-	return rec, nil
+	return withPayload(raw, p), nil
+}
+
+// withPayload returns r with its payload replaced by p.
+func withPayload[Q any](r *skipjack.Record[[]byte], p Q) *skipjack.Record[Q] {
+	return &skipjack.Record[Q]{
+		ID: r.ID, State: r.State, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		Priority: r.Priority, RunAt: r.RunAt, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+		LeaseExpiresAt: r.LeaseExpiresAt, Worker: r.Worker, Rescues: r.Rescues, Errors: r.Errors,
+		Payload: p,
+	}
 }
 
 // admin implements skipjack.QueueAdmin.
@@ -343,12 +349,7 @@ func (a admin[P]) Cancel(ctx context.Context, ids ...int64) (int64, error) {
 
 // rawMessage retypes a record's payload as JSON.
 func rawMessage(r *skipjack.Record[[]byte]) *skipjack.Record[json.RawMessage] {
-	return &skipjack.Record[json.RawMessage]{
-		ID: r.ID, State: r.State, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
-		Priority: r.Priority, RunAt: r.RunAt, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
-		LeaseExpiresAt: r.LeaseExpiresAt, Worker: r.Worker, Rescues: r.Rescues, Errors: r.Errors,
-		Payload: json.RawMessage(r.Payload),
-	}
+	return withPayload(r, json.RawMessage(r.Payload))
 }
 
 // maxErrorMessage caps one stored error message, so a handler returning a

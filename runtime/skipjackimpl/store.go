@@ -35,9 +35,9 @@ type QueueSpec struct {
 	Schedules []Schedule
 }
 
-// ClaimedRow is a job row as the claim statement returns it, before its
-// payload is decoded.
-type ClaimedRow struct {
+// claimedShape is the shape of ClaimRow, an unnamed struct type so the
+// constraint can name it with ~.
+type claimedShape = struct {
 	ID          int64
 	Attempt     int32
 	Claim       int32
@@ -49,6 +49,10 @@ type ClaimedRow struct {
 	Rescues     int32
 	Errors      []byte
 }
+
+// ClaimedRow is a job row as the claim statement returns it, before its
+// payload is decoded.
+type ClaimedRow claimedShape
 
 // Outcome says what a resolution does with a job that did not complete.
 type Outcome string
