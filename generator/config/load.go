@@ -41,9 +41,37 @@ func Parse(path string, data []byte) (*Config, error) {
 		w.config(root, cfg)
 	}
 	if len(w.errs) > 0 {
+		clampToEnd(w.errs, data)
 		return nil, sortErrors(w.errs)
 	}
 	return cfg, nil
+}
+
+// clampToEnd moves positions past the end of data to its last character.
+// yaml.v3 places the implicit null of a key written on the last line, with
+// no line break after it, on the line that would follow; an error about
+// that null must still point into the file.
+func clampToEnd(errs Errors, data []byte) {
+	line, col := 1, 1
+	text := string(data)
+	for i, r := range text {
+		switch r {
+		case '\r':
+			if strings.HasPrefix(text[i+1:], "\n") {
+				continue // \r\n is one line break, counted at the \n
+			}
+			line, col = line+1, 1
+		case '\n', '\u0085', '\u2028', '\u2029':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+	}
+	for i := range errs {
+		if errs[i].Line > line || (errs[i].Line == line && errs[i].Col > col) {
+			errs[i].Line, errs[i].Col = line, col
+		}
+	}
 }
 
 // parse turns data into the root node of its single YAML document, or
