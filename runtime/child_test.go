@@ -48,6 +48,8 @@ func runChild(mode string) int {
 		err = w.Run(ctx)
 	case "pollburn":
 		err = runPollBurn(ctx, pool) // pgbouncer_test.go
+	case "poison":
+		err = runPoison(ctx, pool) // poison_test.go
 	case "tick":
 		err = runTick(ctx, pool) // periodic_test.go
 	case "burn":

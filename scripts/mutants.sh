@@ -32,6 +32,7 @@ mutants=(
   "shutdown-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil && errors.Is(context.Cause(hctx), errShutdown):/case false:/ :: TestShutdownTimeoutFromCancellation :: ."
   "shutdown-waits-for-stuck-handlers :: skipjackimpl/worker.go :: s/^\tt.Reset(grace)$/\tt.Reset(time.Hour)/ :: TestShutdownStuckHandler :: ."
   "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
+  "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestPoisonJobCrashLoop :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
 )
 

@@ -22,12 +22,12 @@ func (r *runner[T]) handlerLoop() {
 		case <-r.avail:
 		}
 		if e, ctx := r.pop(); e != nil {
-			r.execute(ctx, e)
+			r.admit(ctx, e)
 		}
 	}
 }
 
-// pop takes the next prefetched job and marks it started, or returns nil
+// pop takes the next prefetched job with its handler's context, or returns nil
 // when the worker is stopping or the job's lease was lost meanwhile.
 func (r *runner[T]) pop() (*entry[T], context.Context) {
 	r.mu.Lock()
@@ -45,7 +45,6 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 	}
 	ctx, cancel := context.WithCancelCause(r.handlerCtx)
 	e.cancel = cancel
-	e.startedAt = time.Now()
 	return e, ctx
 }
 

@@ -121,7 +121,7 @@ func (r *runner[T]) noteDue(d time.Duration) {
 func (r *runner[T]) reserve() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.acks)+len(r.resolves)+r.flushing >= r.backlogLimit {
+	if len(r.acks)+len(r.resolves)+r.flushing >= r.backlogLimit || r.iso.isolating() {
 		return 0
 	}
 	free := r.maxHeld - r.inflight

@@ -118,6 +118,7 @@ type runner[T any] struct {
 	cfg   skipjack.WorkerConfig
 	store store
 	log   *slog.Logger
+	iso   *isolation // of the workers sharing the pool (isolate.go)
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
 	maxHeld      int           // prefetched + running
@@ -196,6 +197,9 @@ func (r *runner[T]) run(ctx context.Context) error {
 		warm(control, maxClaimsInFlight)
 		r.store = r.w.bind(control)
 	}
+	iso, leave := joinIsolation(r.w.pool, r)
+	defer leave()
+	r.iso = iso
 	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelHandlers(nil)
 	r.handlerCtx = handlerCtx
