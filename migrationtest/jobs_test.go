@@ -93,6 +93,10 @@ func TestJobsCommand(t *testing.T) {
 			stdout: []string{"send_email: cancelled 2 of 2 jobs"}, afterState: "failed,pending,pending,failed"},
 		{args: "jobs cancel send_email 4 77", code: 1,
 			stdout: []string{"send_email: cancelled 0 of 1 job (1 not pending or running)"}, stderr: "skipjack jobs cancel: send_email: no job with id 77", afterState: "failed,pending,pending,failed"},
+		{args: "jobs retry send_email 1 78 --json", code: 1,
+			stdout: []string{`"queue": "send_email"`, `"matched": 1`, `"changed": 1`, `"missing": [`, "78"}, stderr: "skipjack jobs retry: send_email: no job with id 78", afterState: "pending,pending,pending,failed"},
+		{args: "jobs cancel send_email --state pending --json",
+			stdout: []string{`"queue": "send_email"`, `"state": "pending"`, `"matched": 3`, `"changed": 3`, `"missing": []`}, afterState: "failed,failed,failed,failed"},
 	} {
 		check(t, s)
 	}

@@ -27,13 +27,13 @@ var jobsCommands = []command{
 		args: queueArgs(true), run: jobsShow,
 	},
 	{
-		name: "jobs retry", synopsis: "QUEUE (ID... | --state STATE) [-f skipjack.yaml] [--database-url URL]",
-		summary: "make failed or scheduled jobs pending now", database: true,
+		name: "jobs retry", synopsis: "QUEUE (ID... | --state STATE) [--json] [-f skipjack.yaml] [--database-url URL]",
+		summary: "make failed or scheduled jobs pending now", database: true, json: true,
 		flags: stateFlag, args: changeArgs, run: jobsChange("retry", "retried", "failed or scheduled"),
 	},
 	{
-		name: "jobs cancel", synopsis: "QUEUE (ID... | --state STATE) [-f skipjack.yaml] [--database-url URL]",
-		summary: "fail pending jobs as cancelled and cancel the handlers of running ones", database: true,
+		name: "jobs cancel", synopsis: "QUEUE (ID... | --state STATE) [--json] [-f skipjack.yaml] [--database-url URL]",
+		summary: "fail pending jobs as cancelled and cancel the handlers of running ones", database: true, json: true,
 		flags: stateFlag, args: changeArgs, run: jobsChange("cancel", "cancelled", "pending or running"),
 	},
 }
@@ -221,6 +221,12 @@ func jobsChange(cmd, done, eligible string) func(o options, e env) error {
 		if err != nil {
 			return err
 		}
+		if o.asJSON {
+			if err := printChange(e, o, res); err != nil {
+				return err
+			}
+			return missingJobs(o.queue, res.Missing)
+		}
 		fmt.Fprintf(e.stdout, "%s: %s %d of %s", o.queue, done, res.Changed, plural(int(res.Matched), "job"))
 		if o.state != "" {
 			fmt.Fprintf(e.stdout, " in state %s", o.state)
@@ -231,6 +237,28 @@ func jobsChange(cmd, done, eligible string) func(o options, e env) error {
 		fmt.Fprintln(e.stdout)
 		return missingJobs(o.queue, res.Missing)
 	}
+}
+
+// changeResult is what jobs retry and cancel print with --json.
+type changeResult struct {
+	Queue   string  `json:"queue"`
+	State   string  `json:"state,omitempty"` // the --state selection
+	Matched int64   `json:"matched"`         // jobs selected
+	Changed int64   `json:"changed"`         // jobs retried or cancelled
+	Missing []int64 `json:"missing"`         // ids given that do not exist
+}
+
+// printChange prints the result of jobs retry or cancel as JSON.
+func printChange(e env, o options, res *jobsResult) error {
+	missing := res.Missing
+	if missing == nil {
+		missing = []int64{}
+	}
+	raw, err := json.Marshal(changeResult{Queue: o.queue, State: o.state, Matched: res.Matched, Changed: res.Changed, Missing: missing})
+	if err != nil {
+		return fmt.Errorf("print the result: %w", err)
+	}
+	return printJSON(e, raw)
 }
 
 // missingJobs is the failure of naming jobs that do not exist.
