@@ -64,7 +64,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	start := time.Now()
 	err := r.call(hctx, job)
 	took := time.Since(start)
-	timedOut := context.Cause(hctx) == errTimeout
+	timedOut := overran(err, context.Cause(hctx), took, r.spec.Timeout)
 	cancel()
 	e.cancel(nil)
 
@@ -86,6 +86,19 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	}
 	r.jobEnd(ctx, job, took, err, res)
 	r.finish(e, res, err == nil)
+}
+
+// overran reports whether an attempt that returned err after took counts
+// as overrunning timeout, given its context's cause. An attempt whose
+// context's deadline fired counts, even when its handler then returned nil
+// (DESIGN: an attempt that overruns its timeout is a failed attempt),
+// unless the handler returned nil in less than timeout: the deadline fired
+// between its return and this check, and the nil result wins.
+func overran(err, cause error, took, timeout time.Duration) bool {
+	if cause != errTimeout {
+		return false
+	}
+	return err != nil || took >= timeout
 }
 
 // call runs the handler, turning a panic into an error.

@@ -1,6 +1,8 @@
 package skipjackimpl
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +134,38 @@ func TestMaxPayloadBytes(t *testing.T) {
 	}
 	if _, err := q.encode(&payload{S: strings.Repeat("x", 32)}); err == nil || !strings.Contains(err.Error(), "max_payload_bytes") {
 		t.Errorf("encode of a large payload = %v, want a max_payload_bytes error", err)
+	}
+}
+
+// TestOverran checks when an attempt counts as overrunning its timeout: a
+// nil result that arrived before the deadline wins even if the deadline
+// fired before the worker looked.
+func TestOverran(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	other := errors.New("handler failed")
+	tests := []struct {
+		name  string
+		err   error
+		cause error
+		took  time.Duration
+		want  bool
+	}{
+		{"finished in time", nil, nil, timeout / 2, false},
+		{"failed in time", other, nil, timeout / 2, false},
+		{"nil returned just before the deadline fired", nil, errTimeout, timeout - time.Millisecond, false},
+		{"nil returned after ignoring the deadline", nil, errTimeout, timeout + time.Millisecond, true},
+		{"nil returned exactly at the deadline", nil, errTimeout, timeout, true},
+		{"the deadline's error returned", context.DeadlineExceeded, errTimeout, timeout, true},
+		{"an error returned as the deadline fired", other, errTimeout, timeout - time.Millisecond, true},
+		{"cancelled for another reason", context.Canceled, errShutdown, 2 * timeout, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := overran(tt.err, tt.cause, tt.took, timeout); got != tt.want {
+				t.Errorf("overran(%v, %v, %v, %v) = %v, want %v", tt.err, tt.cause, tt.took, timeout, got, tt.want)
+			}
+		})
 	}
 }
