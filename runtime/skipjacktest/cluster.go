@@ -24,8 +24,9 @@ import (
 // restart or stop it (to test what clients do when the server goes away)
 // and run several at once (to test queues on separate clusters).
 //
-// Create one with NewCluster. Its methods may be called from any goroutine,
-// one lifecycle operation at a time.
+// Create one with NewCluster. Restart, Stop and Start fail the test with
+// t.Fatalf, so call them from the test's goroutine (or a subtest's); they
+// are serialized, and URL, Port and SocketDir may be read from anywhere.
 type Cluster struct {
 	mu sync.Mutex // serializes Restart, Stop and Start
 	lc *localCluster
