@@ -20,6 +20,14 @@
 // finish; without it the cluster still stops, shortly after the test binary
 // exits.
 //
+// NewCluster starts a cluster of a test's own instead (on 127.0.0.1 on a
+// free port), which the test may restart or stop, or run beside others:
+//
+//	c := skipjacktest.NewCluster(t)
+//	pool, err := pgxpool.New(ctx, c.URL())
+//	// ...
+//	c.Restart(t) // every session is terminated; returns once it accepts connections again
+//
 // For tests of code that uses queues, typed helpers work with any generated
 // queue package: RequireEnqueued, RequireNotEnqueued and Jobs check what was
 // enqueued (inside the test's transaction too) with the queue's List, and
@@ -31,15 +39,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -188,7 +190,7 @@ func findServer() (string, error) {
 	if os.Getenv("SKIPJACKTEST_NO_DEFAULT") == "" && ping(DefaultURL) == nil {
 		return DefaultURL, nil
 	}
-	c, err := startCluster()
+	c, err := startSharedCluster()
 	if err != nil {
 		return "", fmt.Errorf("no PostgreSQL server found and none could be started (%v); %s", err, howToGetOne)
 	}
@@ -205,109 +207,4 @@ func ping(u string) error {
 	}
 	defer conn.Close(context.Background())
 	return conn.Ping(ctx)
-}
-
-// localCluster is a throwaway PostgreSQL cluster in a temporary folder.
-type localCluster struct {
-	dir      string
-	pgCtl    string
-	asUser   string // run pg_ctl as this user (when the process runs as root)
-	url      string
-	stopOnce sync.Once
-}
-
-// findBinDir returns a folder that holds initdb and pg_ctl: PATH first, then
-// the newest /usr/lib/postgresql/*/bin.
-func findBinDir() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if _, err := exec.LookPath("pg_ctl"); err == nil {
-			return filepath.Dir(p), nil
-		}
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
-	for _, d := range dirs {
-		if isExecutable(filepath.Join(d, "initdb")) && isExecutable(filepath.Join(d, "pg_ctl")) {
-			return d, nil
-		}
-	}
-	return "", errors.New("initdb and pg_ctl are neither on PATH nor under /usr/lib/postgresql/*/bin")
-}
-
-func versionOf(binDir string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return v
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode()&0o111 != 0
-}
-
-func startCluster() (*localCluster, error) {
-	bin, err := findBinDir()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "skipjacktest-pg-")
-	if err != nil {
-		return nil, err
-	}
-	c := &localCluster{dir: dir, pgCtl: filepath.Join(bin, "pg_ctl")}
-	// initdb refuses to run as root: run it and the server as "postgres".
-	if os.Geteuid() == 0 {
-		if _, err := user.Lookup("postgres"); err != nil {
-			return nil, errors.New("running as root and there is no postgres user to run initdb as")
-		}
-		c.asUser = "postgres"
-		if out, err := exec.Command("chown", "-R", "postgres", dir).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("chown %s: %v: %s", dir, err, out)
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	data := filepath.Join(dir, "data")
-	if out, err := c.command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
-	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=200", dir)
-	if out, err := c.command(c.pgCtl, "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("pg_ctl start: %v: %s", err, out)
-	}
-	c.url = fmt.Sprintf("host=%s user=postgres dbname=postgres sslmode=disable", dir)
-	c.watchParent()
-	return c, nil
-}
-
-func (c *localCluster) command(name string, args ...string) *exec.Cmd {
-	if c.asUser != "" {
-		return exec.Command("runuser", append([]string{"-u", c.asUser, "--", name}, args...)...)
-	}
-	return exec.Command(name, args...)
-}
-
-// watchParent starts a detached watchdog that stops the cluster once this
-// process has exited, so a test binary without Main leaves nothing behind.
-func (c *localCluster) watchParent() {
-	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 1; done; %s; rm -rf %s",
-		os.Getpid(), c.stopCommandLine(), c.dir)
-	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = detached()
-	_ = cmd.Start()
-}
-
-func (c *localCluster) stopCommandLine() string {
-	line := fmt.Sprintf("%s -D %s/data -m immediate stop >/dev/null 2>&1", c.pgCtl, c.dir)
-	if c.asUser != "" {
-		line = "runuser -u " + c.asUser + " -- " + line
-	}
-	return line
-}
-
-func (c *localCluster) stop() {
-	c.stopOnce.Do(func() {
-		_ = c.command(c.pgCtl, "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "stop").Run()
-		_ = os.RemoveAll(c.dir)
-	})
 }
