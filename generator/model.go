@@ -134,26 +134,44 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 	std, other := im.split()
 	t := qm.table
 	return templates.QueueFile{
-		Package:         q.Package,
-		Queue:           q.Name,
-		Table:           t.QualifiedName(),
-		StdImports:      std,
-		OtherImports:    other,
-		Payload:         payload,
-		Aliases:         aliases,
-		Channel:         t.Channel(),
-		MaxAttempts:     q.MaxAttempts,
-		BackoffMin:      durationExpr(q.BackoffMin),
-		BackoffMax:      durationExpr(q.BackoffMax),
-		Timeout:         durationExpr(q.Timeout),
-		Lease:           durationExpr(q.Lease),
-		RetainCompleted: durationExpr(q.RetainCompleted),
-		RetainFailed:    durationExpr(q.RetainFailed),
-		Priority:        q.Priority,
-		Unique:          q.Unique != nil,
-		MaxPayloadBytes: q.MaxPayloadBytes,
-		Schedules:       schedules,
+		Package:      q.Package,
+		Queue:        q.Name,
+		Table:        t.QualifiedName(),
+		StdImports:   std,
+		OtherImports: other,
+		Payload:      payload,
+		Aliases:      aliases,
+		Settings: settingLines(
+			[]setting{{"Name", "Name"}, {"Channel", strconv.Quote(t.Channel())}, {"MaxAttempts", strconv.Itoa(q.MaxAttempts)}, {"Priority", strconv.FormatBool(q.Priority)}},
+			[]setting{{"BackoffMin", durationExpr(q.BackoffMin)}, {"BackoffMax", durationExpr(q.BackoffMax)}, {"Timeout", durationExpr(q.Timeout)}, {"Lease", durationExpr(q.Lease)}},
+			[]setting{{"RetainCompleted", durationExpr(q.RetainCompleted)}, {"RetainFailed", durationExpr(q.RetainFailed)}, {"Unique", strconv.FormatBool(q.Unique != nil)}, {"MaxPayloadBytes", strconv.Itoa(q.MaxPayloadBytes)}},
+		),
+		Unique:    q.Unique != nil,
+		Schedules: schedules,
 	}
+}
+
+// setting is one field of a queue's Spec literal: its name and its value as
+// a Go expression.
+type setting struct{ name, value string }
+
+// settingLines returns one line of "Name: value," pairs per group, leaving
+// out zero values (the runtime's QueueSpec documents what zero means) and
+// groups left empty.
+func settingLines(groups ...[]setting) []string {
+	var lines []string
+	for _, g := range groups {
+		var parts []string
+		for _, s := range g {
+			if s.value != `""` && s.value != "0" && s.value != "false" {
+				parts = append(parts, s.name+": "+s.value+",")
+			}
+		}
+		if len(parts) > 0 {
+			lines = append(lines, strings.Join(parts, " "))
+		}
+	}
+	return lines
 }
 
 // sharedClosure returns the shared structs named in direct, plus every

@@ -5,7 +5,10 @@
 //
 // Applications rarely call this package directly beyond WorkerConfig, the
 // enqueue options (RunAt, Delay, Priority) and the handler results (Snooze,
-// Permanent). Each generated queue package wraps it in a strongly typed API:
+// Permanent). Each generated queue package wraps it in a strongly typed API
+// whose types are this package's, instantiated with the queue's payload
+// (sendemail.Job is Job[sendemail.Payload], sendemail.Worker is
+// Worker[sendemail.Payload]):
 //
 //	id, err := sendemail.Enqueue(ctx, pool, sendemail.Payload{To: "a@example.com"})
 //	w := sendemail.NewWorker(pool, handle, skipjack.WorkerConfig{})

@@ -53,16 +53,11 @@ type QueueFile struct {
 	Payload Struct
 	// Aliases re-export the shared types the payload uses.
 	Aliases []Alias
-	// Channel is the NOTIFY channel or "".
-	Channel string
-	// MaxAttempts and the durations below are Go expressions.
-	MaxAttempts                            int
-	BackoffMin, BackoffMax, Timeout, Lease string
-	RetainCompleted, RetainFailed          string
-	Priority                               bool
-	// Unique reports a unique key; MaxPayloadBytes caps payloads (0: none).
-	Unique          bool
-	MaxPayloadBytes int
+	// Settings are the lines of the Spec literal's fields ("Name: Name,
+	// MaxAttempts: 25,"), related settings together, zero values left out.
+	Settings []string
+	// Unique reports a unique key.
+	Unique bool
 	// Schedules are Go expressions building the queue's periodic jobs.
 	Schedules []string
 }

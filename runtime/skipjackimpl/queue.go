@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/link"
 	"github.com/skipjack-dev/skipjack/runtime/internal/opts"
 )
 
@@ -23,24 +25,35 @@ type Queue[P any] struct {
 	bind func(DBTX) queries
 }
 
-// NewQueue returns the queue described by spec whose SQL is bind(db), the
-// sqlc Queries of the queue's package. The type parameters other than P
-// are inferred from bind.
+// NewQueue returns the queue described by spec whose SQL is newQueries(db):
+// the New function of the queue's sqlc package, whose DBTX interface
+// package skipjack's DBTX must satisfy. Every type parameter but P is
+// inferred from newQueries, so a generated package binds its queue with
 //
-// It panics when spec declares a unique key or schedules but the queries
-// lack the methods (with the signatures) the runtime calls for them, which
-// would otherwise turn those features off silently.
-func NewQueue[P any, C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow](spec QueueSpec, bind func(DBTX) Queries[C, H, G, L, S, E, A]) *Queue[P] {
-	q := bind(nil)
-	if _, ok := q.(uniqueQueries); spec.Unique && !ok {
+//	var queue = skipjackimpl.NewQueue[Payload](Spec, dbgen.New)
+//
+// It panics when skipjack.DBTX does not satisfy D, or when spec declares a
+// unique key or schedules but the queries lack the methods (with the
+// signatures) the runtime calls for them, which would otherwise turn those
+// features off silently.
+func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
+	if d := reflect.TypeFor[D](); d.Kind() != reflect.Interface || !reflect.TypeFor[DBTX]().Implements(d) {
+		panic(fmt.Sprintf("skipjack: queue %s: its generated queries run on %v, which skipjack.DBTX does not satisfy; regenerate it with a matching skipjack", spec.Name, d))
+	}
+	var none D
+	q := newQueries(none)
+	if _, ok := any(q).(uniqueQueries); spec.Unique && !ok {
 		panic(fmt.Sprintf("skipjack: queue %s has a unique key but its generated queries lack Duplicate or EnqueueBatch with the signatures this runtime calls; regenerate it with a matching skipjack", spec.Name))
 	}
-	if _, ok := q.(slotQueries); len(spec.Schedules) > 0 && !ok {
+	if _, ok := any(q).(slotQueries); len(spec.Schedules) > 0 && !ok {
 		panic(fmt.Sprintf("skipjack: queue %s has schedules but its generated queries lack EnqueueSlot or LastSlot with the signatures this runtime calls; regenerate it with a matching skipjack", spec.Name))
 	}
 	return &Queue[P]{
 		spec: spec.withDefaults(),
-		bind: func(db DBTX) queries { return binding[C, H, G, L, S, E, A]{q: bind(db)} },
+		bind: func(db DBTX) queries {
+			d, _ := db.(D) // fails only for a nil db, which stays nil
+			return binding[C, H, G, L, S, E, A]{q: newQueries(d)}
+		},
 	}
 }
 
@@ -274,9 +287,12 @@ func (q *Queue[P]) Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, er
 // Admin returns the untyped operations view of the queue on db.
 func (q *Queue[P]) Admin(db DBTX) skipjack.QueueAdmin { return admin[P]{q: q, db: db} }
 
-// NewWorker returns a worker that runs handle on the queue's jobs.
-func (q *Queue[P]) NewWorker(pool *pgxpool.Pool, handle func(context.Context, *skipjack.Job[P]) error, cfg skipjack.WorkerConfig) *Worker[P] {
-	return newWorker(pool, q.spec, q.bind(pool), handle, cfg).withControlPool(q.bind)
+// NewWorker returns a worker that runs handle on the queue's jobs, claimed
+// from pool.
+func (q *Queue[P]) NewWorker(pool *pgxpool.Pool, handle func(context.Context, *skipjack.Job[P]) error, cfg skipjack.WorkerConfig) *skipjack.Worker[P] {
+	w := new(skipjack.Worker[P])
+	link.SetWorkerRun(w, newWorker(pool, q.spec, q.bind(pool), handle, cfg).withControlPool(q.bind).Run)
+	return w
 }
 
 // typed decodes the payload of a raw record.

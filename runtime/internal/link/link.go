@@ -1,0 +1,11 @@
+// Package link connects package skipjack's user-facing types to the engine
+// in skipjackimpl without exporting a constructor that users could call:
+// skipjack fills in the functions here when it is initialized, and
+// skipjackimpl (which imports skipjack, so runs after that) calls them.
+package link
+
+import "context"
+
+// SetWorkerRun makes w, a *skipjack.Worker[P] for any P, run run when its
+// Run method is called. Package skipjack sets it in its init.
+var SetWorkerRun func(w any, run func(context.Context) error)
