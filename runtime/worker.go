@@ -19,7 +19,9 @@ import (
 // from the given pool's configuration, so they never wait for a connection
 // behind handlers: size the pool for the handlers of all the workers sharing
 // it. Wake-ups come from one LISTEN connection per process and database
-// (none with PollOnly).
+// (none with PollOnly). A job rescued twice (its workers died while it ran)
+// runs alone among the workers sharing the pool, so that a job whose handler
+// kills the process fails without failing the jobs beside it.
 type Worker[P any] struct {
 	run func(context.Context) error
 }

@@ -31,8 +31,9 @@ const (
 	dbRetryMax = 5 * time.Second
 )
 
-// Worker runs a handler for the jobs of one queue. Generated queue packages
-// wrap it in their typed Worker; create it with NewWorker.
+// Worker runs a handler for the jobs of one queue: the engine behind
+// skipjack.Worker, which a queue package's NewWorker creates and links to
+// it.
 //
 // A worker runs Concurrency handlers at once and claims at most
 // Concurrency further jobs ahead of them. Its own statements (claims,
