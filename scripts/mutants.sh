@@ -33,6 +33,7 @@ mutants=(
   "shutdown-waits-for-stuck-handlers :: skipjackimpl/worker.go :: s/^\tt.Reset(grace)$/\tt.Reset(time.Hour)/ :: TestShutdownStuckHandler :: ."
   "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
+  "control-statements-on-user-pool :: skipjackimpl/worker.go :: s/r.store = r.w.bind(control)/r.store = r.w.bind(r.w.pool)/ :: TestPoolExhaustedByHandlers :: ."
 )
 
 work=$(mktemp -d)
