@@ -33,6 +33,9 @@ mutants=(
   "shutdown-waits-for-stuck-handlers :: skipjackimpl/worker.go :: s/^\tt.Reset(grace)$/\tt.Reset(time.Hour)/ :: TestShutdownStuckHandler :: ."
   "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
+  "sigterm-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil && errors.Is(context.Cause(hctx), errShutdown):/case false:/ :: TestSigtermUnderLoad :: ."
+  "sigterm-prefetched-not-released :: skipjackimpl/worker.go :: s/release.Go(func() { r.releaseQueued(queued) })/_ = queued/ :: TestSigtermUnderLoad :: ."
+  "sigterm-cancels-at-once :: skipjackimpl/worker.go :: s/t := time.NewTimer(time.Until(deadline))/t := time.NewTimer(0)/ :: TestSigtermUnderLoad :: ."
   "control-statements-on-user-pool :: skipjackimpl/worker.go :: s/r.store = r.w.bind(control)/r.store = r.w.bind(r.w.pool)/ :: TestPoolExhaustedByHandlers :: ."
 )
 
