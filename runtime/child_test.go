@@ -52,6 +52,8 @@ func runChild(mode string) int {
 		err = runPoison(ctx, pool) // poison_test.go
 	case "tick":
 		err = runTick(ctx, pool) // periodic_test.go
+	case "sigterm":
+		err = runSigterm(ctx, pool) // sigterm_test.go
 	case "burn":
 		// Works demo jobs and writes the ids it completed to a file.
 		var mu sync.Mutex

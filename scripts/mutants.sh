@@ -34,6 +34,13 @@ mutants=(
   "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
   "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestPoisonJobCrashLoop :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
+  "sigterm-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil && errors.Is(context.Cause(hctx), errShutdown):/case false:/ :: TestSigtermUnderLoad :: ."
+  "sigterm-prefetched-not-released :: skipjackimpl/worker.go :: s/release.Go(func() { r.releaseQueued(queued) })/_ = queued/ :: TestSigtermUnderLoad :: ."
+  "sigterm-cancels-at-once :: skipjackimpl/worker.go :: s/t := time.NewTimer(time.Until(deadline))/t := time.NewTimer(0)/ :: TestSigtermUnderLoad :: ."
+  "prune-one-batch-per-run :: skipjackimpl/maintain.go :: s/if n < maintainBatch {/if true {/ :: TestPruneUnderLoad :: ."
+  "prune-every-minute :: skipjackimpl/maintain.go :: s/every = min(every, max(keep\/2, minPruneEvery))/every = min(every, pruneEvery)/ :: TestPruneUnderLoad :: ."
+  "prune-failed-walks-retained :: internal/testqueue/trim/internal/db/queries.sql.go :: /-- name: PruneFailed/,/FOR UPDATE SKIP LOCKED/s/\"finished_at\" < now() - \$1::interval/\"finished_at\" + \$1::interval < now()/ :: TestPruneUnderLoad :: ."
+  "control-statements-on-user-pool :: skipjackimpl/worker.go :: s/r.store = r.w.bind(control)/r.store = r.w.bind(r.w.pool)/ :: TestPoolExhaustedByHandlers :: ."
 )
 
 work=$(mktemp -d)

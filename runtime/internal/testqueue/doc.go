@@ -2,7 +2,8 @@
 // from skipjack.yaml: demo (default settings), fast (short backoff,
 // timeout and lease, for tests of retries and rescues), kept (completed and
 // failed jobs retained for 1s, for pruning), slow (3s lease, for
-// heartbeat tests), ranked (priority: true), uniq (unique by its key
+// heartbeat tests), trim (completed jobs retained for 1s, failed ones for a
+// week, for pruning beside a large retained backlog), ranked (priority: true), uniq (unique by its key
 // field), and tick and tock (periodic jobs every second and once a year,
 // with missed: skip and missed: once).
 package testqueue
