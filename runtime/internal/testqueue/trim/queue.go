@@ -15,46 +15,35 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 2 of generated code.
-const _ = skipjack.SupportPackageIsVersion2
+const _ = skipjack.SupportPackageIsVersion2 // needs a runtime for version 2 of generated code
 
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "trim"
 
-// Payload is the payload of one trim job.
-type Payload struct {
-	N int64 `json:"n"`
-}
+type (
+	// Payload is the payload of one trim job.
+	Payload struct {
+		N int64 `json:"n"`
+	}
+	// Job is one claimed trim job as its handler sees it.
+	Job = skipjack.Job[Payload]
+	// Record is one trim job as Get and List return it.
+	Record = skipjack.Record[Payload]
+	// Worker runs a handler on trim jobs: see NewWorker and [skipjack.Worker.Run].
+	Worker = skipjack.Worker[Payload]
+	// DBTX is what the functions below run on: *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+	DBTX = skipjack.DBTX
+)
 
-// Job is one claimed trim job as its handler sees it.
-type Job = skipjack.Job[Payload]
-
-// Record is one trim job as Get and List return it.
-type Record = skipjack.Record[Payload]
-
-// DBTX is what Enqueue, EnqueueMany, Stats and the admin functions run on;
-// *pgxpool.Pool, *pgx.Conn and pgx.Tx all satisfy it.
-type DBTX = skipjack.DBTX
-
-// Spec describes the trim queue to the runtime, as declared in
-// skipjack.yaml.
+// Spec is the trim queue's settings from skipjack.yaml, for the runtime.
 var Spec = skipjackimpl.QueueSpec{
-	Name:            Name,
-	Channel:         "skipjack.trim",
-	MaxAttempts:     25,
-	BackoffMin:      time.Second,
-	BackoffMax:      time.Hour,
-	Timeout:         time.Minute,
-	Lease:           30 * time.Second,
-	Priority:        false,
-	RetainCompleted: time.Second,
-	RetainFailed:    168 * time.Hour,
+	Name: Name, Channel: "skipjack.trim", MaxAttempts: 25,
+	BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: time.Minute, Lease: 30 * time.Second,
+	RetainCompleted: time.Second, RetainFailed: 168 * time.Hour,
 }
 
-// queue binds Spec to this queue's sqlc queries.
-var queue = skipjackimpl.NewQueue[Payload](Spec, func(db skipjackimpl.DBTX) skipjackimpl.Queries[dbgen.ClaimRow, dbgen.HeartbeatRow, dbgen.GetRow, dbgen.ListRow, dbgen.StatsRow, dbgen.EnqueueCopyParams, dbgen.EnqueueCopyAtParams] {
-	return dbgen.New(db)
-})
+// queue runs this package's functions on the queue's sqlc queries.
+var queue = skipjackimpl.NewQueue[Payload](Spec, dbgen.New)
 
 // Enqueue inserts one job and returns its id. Inside a pgx.Tx the job exists
 // only if that transaction commits.
@@ -62,16 +51,13 @@ func Enqueue(ctx context.Context, db DBTX, p Payload, opts ...skipjack.EnqueueOp
 	return queue.Enqueue(ctx, db, p, opts...)
 }
 
-// EnqueueMany inserts many jobs with one COPY and returns how many
-// it inserted. The options apply to every job.
+// EnqueueMany inserts all ps with one COPY, each with opts; it returns how many.
 func EnqueueMany(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.EnqueueOption) (int64, error) {
 	return queue.EnqueueMany(ctx, db, ps, opts...)
 }
 
-// CompleteTx acknowledges job inside the caller's transaction, so the
-// handler's own writes and the ack commit or roll back together. It returns
-// skipjack.ErrLeaseLost when this attempt no longer owns the job; the caller
-// should then roll back.
+// CompleteTx acknowledges job inside tx, so the handler's writes and the ack
+// commit together; on an error matching [skipjack.ErrLeaseLost], roll back.
 func CompleteTx(ctx context.Context, tx pgx.Tx, job *Job) error {
 	return queue.CompleteTx(ctx, tx, job)
 }
@@ -81,49 +67,33 @@ func Stats(ctx context.Context, db DBTX) (skipjack.Stats, error) {
 	return queue.Stats(ctx, db)
 }
 
-// Get returns one job, or an error matching skipjack.ErrNotFound.
+// Get returns one job, or an error matching [skipjack.ErrNotFound].
 func Get(ctx context.Context, db DBTX, id int64) (*Record, error) {
 	return queue.Get(ctx, db, id)
 }
 
-// List returns a page of jobs in id order; pass the last id of a page as the
-// next page's AfterID.
+// List returns the page of jobs that p selects, in id order.
 func List(ctx context.Context, db DBTX, p skipjack.ListParams) ([]*Record, error) {
 	return queue.List(ctx, db, p)
 }
 
-// Retry makes failed or scheduled jobs pending now and returns how many
-// changed.
+// Retry makes failed or scheduled jobs pending now, returning how many changed.
 func Retry(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
 	return queue.Retry(ctx, db, ids...)
 }
 
-// Cancel fails pending jobs as cancelled; the workers of running ones cancel
-// their handlers' contexts with cause skipjack.ErrCancelled, and those jobs
-// end failed, not retried. It returns how many jobs changed.
+// Cancel fails pending jobs and cancels the handlers of running ones (cause
+// [skipjack.ErrCancelled]), which end failed; it returns how many changed.
 func Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
 	return queue.Cancel(ctx, db, ids...)
 }
 
-// Admin returns the untyped operations view of the queue on db, for tools
-// such as the dashboard.
+// Admin returns the queue's untyped operations view on db, for tools.
 func Admin(db DBTX) skipjack.QueueAdmin {
 	return queue.Admin(db)
 }
 
-// Worker runs handlers for trim jobs. Create it with NewWorker.
-type Worker struct {
-	w *skipjackimpl.Worker[Payload]
-}
-
-// NewWorker returns a worker that claims trim jobs from pool and runs
-// handle on each. The zero WorkerConfig is a good production default.
+// NewWorker returns a worker that runs handle on trim jobs from pool.
 func NewWorker(pool *pgxpool.Pool, handle func(ctx context.Context, job *Job) error, cfg skipjack.WorkerConfig) *Worker {
-	return &Worker{w: queue.NewWorker(pool, handle, cfg)}
-}
-
-// Run works jobs until ctx is cancelled, then shuts down gracefully (see
-// skipjack.WorkerConfig.ShutdownTimeout) and returns nil.
-func (w *Worker) Run(ctx context.Context) error {
-	return w.w.Run(ctx)
+	return queue.NewWorker(pool, handle, cfg)
 }
