@@ -349,18 +349,22 @@ func writeFile(t *testing.T, name, data string) {
 }
 
 // e2eTest is a test written into the minimal case's temp module (%[1]s is
-// the case name): it migrates a fresh database, enqueues jobs one by one and
-// with COPY, works them until all are handled and expects empty stats.
+// the case name): in each of pgx's five query exec modes it migrates a fresh
+// database, enqueues jobs one by one and with COPY, works them until all are
+// handled and expects empty stats.
 const e2eTest = `package e2e_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
@@ -370,10 +374,29 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
 
+// TestEndToEnd runs the queue in each of pgx's query exec modes, each on a
+// database of its own: the generated queries must work with all of them
+// (exec and simple_protocol are what poolers without prepared statements
+// need).
 func TestEndToEnd(t *testing.T) {
+	modes := []pgx.QueryExecMode{
+		pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe,
+		pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol,
+	}
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			pool := skipjacktest.NewPoolConfig(t, func(c *pgxpool.Config) {
+				c.ConnConfig.DefaultQueryExecMode = mode
+			})
+			endToEnd(t, pool)
+		})
+	}
+}
+
+func endToEnd(t *testing.T, pool *pgxpool.Pool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool := skipjacktest.NewPool(t)
 	for range 2 { // Migrate is idempotent
 		if err := jobs.Migrate(ctx, pool); err != nil {
 			t.Fatalf("migrate: %%v", err)
@@ -424,6 +447,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if stats != (skipjack.Stats{}) {
 		t.Errorf("stats after draining: got %%+v, want all zero", stats)
+	}
+	if _, err := ping.Get(ctx, pool, 1); !errors.Is(err, skipjack.ErrNotFound) {
+		t.Errorf("Get of a completed, deleted job: got %%v, want an error matching skipjack.ErrNotFound", err)
 	}
 }
 `
