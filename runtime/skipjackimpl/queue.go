@@ -110,6 +110,7 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 	}
+	trace := traceText(encodeTrace(link.InjectTrace(ctx)))
 	qs := q.bind(db)
 	text := unsafe.String(unsafe.SliceData(payload), len(payload))
 	// On a pool the insert is committed when it returns, so the workers
@@ -121,7 +122,7 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	if wakeAfter {
 		insert = quiet.EnqueueQuiet
 	}
-	id, err := insert(ctx, text, o.RunAt, o.Delay, priority)
+	id, err := insert(ctx, text, o.RunAt, o.Delay, priority, trace)
 	if err == nil {
 		if wakeAfter {
 			wakeAfterCommit(pool, q.spec.Channel)
@@ -159,13 +160,14 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 			return 0, fmt.Errorf("enqueue %s: payload %d: %w", q.spec.Name, i, err)
 		}
 	}
+	trace := encodeTrace(link.InjectTrace(ctx))
 	qs := q.bind(db)
 	if u := qs.unique(); u != nil {
 		texts := make([]string, len(payloads))
 		for i, p := range payloads {
 			texts[i] = string(p)
 		}
-		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, texts)
+		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, traceText(trace), texts)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 		}
@@ -179,7 +181,7 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 		}
 		runAt = &at
 	}
-	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt)
+	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt, trace)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 	}
