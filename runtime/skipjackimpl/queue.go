@@ -97,8 +97,9 @@ func (q *Queue[P]) encode(p *P) ([]byte, error) {
 	return b, nil
 }
 
-// Enqueue inserts one job and returns its id. For a queue with a unique
-// key, a duplicate returns the existing job's id and an error matching
+// Enqueue inserts one job and returns its id, storing the trace context
+// that the process's skipjack.TracePropagator injects for ctx (NULL
+// without one). For a queue with a unique key, a duplicate returns the existing job's id and an error matching
 // skipjack.ErrDuplicate; no statement fails, so a caller's transaction
 // stays usable.
 func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.EnqueueOption) (int64, error) {
@@ -145,7 +146,8 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 
 // EnqueueMany inserts many jobs and returns how many it inserted: with one
 // COPY, or for a queue with a unique key with one INSERT that skips
-// duplicates. The options apply to every job.
+// duplicates. The options, and the trace context of ctx, apply to every
+// job.
 func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...skipjack.EnqueueOption) (int64, error) {
 	o, priority, err := q.enqueueOptions(list)
 	if err != nil {

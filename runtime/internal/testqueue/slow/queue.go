@@ -46,7 +46,8 @@ var Spec = skipjackimpl.QueueSpec{
 var queue = skipjackimpl.NewQueue[Payload](Spec, dbgen.New)
 
 // Enqueue inserts one job and returns its id. Inside a pgx.Tx the job exists
-// only if that transaction commits.
+// only if that transaction commits. The job keeps ctx's trace context when a
+// [skipjack.TracePropagator] is registered.
 func Enqueue(ctx context.Context, db DBTX, p Payload, opts ...skipjack.EnqueueOption) (int64, error) {
 	return queue.Enqueue(ctx, db, p, opts...)
 }
