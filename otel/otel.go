@@ -34,9 +34,22 @@
 // started right before the handler with the handler's context, so spans
 // the handler starts are its children. The span carries the job's id,
 // attempt and outcome; a failed attempt records its error and an Error
-// status. Each attempt's span is the root of its own trace: carrying the
-// enqueuer's trace context through the job row into the handler needs a
-// column the queue tables do not have yet, and is left out.
+// status.
+//
+// To make attempts part of the trace of the code that enqueued their job,
+// register Propagator once at start-up:
+//
+//	skipjack.SetTracePropagator(skipjackotel.Propagator())
+//
+// Every Enqueue and EnqueueMany then stores the W3C trace context of its
+// ctx (traceparent, tracestate: whatever the propagator writes) with the
+// job, and the attempt's span is a child of the enqueuing span, with a
+// span link to it as well (the OpenTelemetry messaging conventions' way
+// to name a message's creation context). With WithRootSpans each attempt
+// starts a trace of its own, linked to the enqueuing span, which keeps
+// traces short when jobs are delayed for long or retried for days. A job
+// without a stored trace context (enqueued without a span, by SQL, or by
+// a schedule) gets a root span.
 package skipjackotel
 
 import (
@@ -48,8 +61,10 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -66,6 +81,8 @@ type Option func(*config)
 type config struct {
 	mp           metric.MeterProvider
 	tp           trace.TracerProvider
+	prop         propagation.TextMapPropagator
+	rootSpans    bool
 	statsTimeout time.Duration
 }
 
@@ -75,6 +92,21 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) 
 // WithTracerProvider sets the tracer provider. Default
 // otel.GetTracerProvider().
 func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// WithPropagator sets the propagator that Propagator injects the
+// enqueuer's trace context with and that the hooks extract it with; use
+// the same on both sides. Default otel.GetTextMapPropagator(), which
+// propagates nothing until the application calls otel.SetTextMapPropagator
+// (with propagation.TraceContext{}, say), as most OpenTelemetry set-ups do.
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(c *config) { c.prop = p }
+}
+
+// WithRootSpans makes every attempt's span the root of a trace of its own,
+// linked to the enqueuing span, instead of that span's child. Use it when
+// jobs run long after they were enqueued (delays, retries over hours), so
+// that a request's trace does not grow with every attempt of its jobs.
+func WithRootSpans() Option { return func(c *config) { c.rootSpans = true } }
 
 // WithStatsTimeout bounds each queue's Stats query in ObserveQueues.
 // Default 5s.
@@ -91,7 +123,31 @@ func newConfig(opts []Option) config {
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()
 	}
+	if c.prop == nil {
+		c.prop = otel.GetTextMapPropagator()
+	}
 	return c
+}
+
+// Propagator returns the skipjack.TracePropagator to register with
+// skipjack.SetTracePropagator: it injects the trace context of an Enqueue
+// call's ctx with the configured propagator (WithPropagator; the other
+// options do not apply), and returns nil when that writes nothing (no
+// span in ctx), so untraced jobs store NULL.
+func Propagator(opts ...Option) skipjack.TracePropagator {
+	return tracePropagator{p: newConfig(opts).prop}
+}
+
+// tracePropagator implements skipjack.TracePropagator.
+type tracePropagator struct{ p propagation.TextMapPropagator }
+
+func (t tracePropagator) Inject(ctx context.Context) map[string]string {
+	carrier := propagation.MapCarrier{}
+	t.p.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	return carrier
 }
 
 // Hooks reports worker events to OpenTelemetry. Set it as
@@ -100,6 +156,8 @@ func newConfig(opts []Option) config {
 // with New.
 type Hooks struct {
 	tracer    trace.Tracer
+	prop      propagation.TextMapPropagator
+	rootSpans bool
 	attempts  metric.Int64Counter
 	duration  metric.Float64Histogram
 	wait      metric.Float64Histogram
@@ -123,7 +181,7 @@ var (
 func New(opts ...Option) (*Hooks, error) {
 	c := newConfig(opts)
 	m := c.mp.Meter(ScopeName)
-	h := &Hooks{tracer: c.tp.Tracer(ScopeName)}
+	h := &Hooks{tracer: c.tp.Tracer(ScopeName), prop: c.prop, rootSpans: c.rootSpans}
 	var errs []error
 	seconds := func(name, desc string) metric.Float64Histogram {
 		hist, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
@@ -156,11 +214,33 @@ func New(opts ...Option) (*Hooks, error) {
 type spanKey struct{}
 
 // JobStart starts the attempt's span and records how long the job waited.
+// The span continues the trace stored with the job (JobInfo.Trace) as the
+// enqueuing span's child, linked to it, or as a linked root with
+// WithRootSpans; without a stored trace it is a root. It never becomes a
+// child of a span in the worker's own context. Baggage stored with the
+// job reaches the handler's context.
 func (h *Hooks) JobStart(ctx context.Context, job skipjack.JobInfo) context.Context {
 	h.wait.Record(ctx, max(time.Since(job.RunAt), 0).Seconds(), metric.WithAttributes(attribute.String("queue", job.Queue)))
-	ctx, span := h.tracer.Start(ctx, "process "+job.Queue,
-		trace.WithNewRoot(),
+	newRoot := true
+	var links []trace.Link
+	if len(job.Trace) > 0 {
+		enq := h.prop.Extract(context.Background(), propagation.MapCarrier(job.Trace))
+		if b := baggage.FromContext(enq); b.Len() > 0 {
+			ctx = baggage.ContextWithBaggage(ctx, b)
+		}
+		if sc := trace.SpanContextFromContext(enq); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+			if !h.rootSpans {
+				// The stored context replaces any span of the worker's
+				// context as the parent.
+				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+				newRoot = false
+			}
+		}
+	}
+	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(links...),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "skipjack"),
 			attribute.String("messaging.operation.type", "process"),
@@ -169,7 +249,12 @@ func (h *Hooks) JobStart(ctx context.Context, job skipjack.JobInfo) context.Cont
 			attribute.Int("skipjack.job.attempt", job.Attempt),
 			attribute.Int("skipjack.job.max_attempts", job.MaxAttempts),
 			attribute.String("skipjack.worker", job.Worker),
-		))
+		),
+	}
+	if newRoot {
+		opts = append(opts, trace.WithNewRoot())
+	}
+	ctx, span := h.tracer.Start(ctx, "process "+job.Queue, opts...)
 	return context.WithValue(ctx, spanKey{}, span)
 }
 

@@ -34,6 +34,11 @@ type JobInfo struct {
 	RunAt time.Time
 	// Worker is the WorkerID of the worker running the attempt.
 	Worker string
+	// Trace is the trace context of the Enqueue call that inserted the job
+	// (Job.Trace): what the process's TracePropagator injected, nil for
+	// none. A JobStartHook extracts it to start the attempt's span as part
+	// of the enqueuer's trace. Hooks must not modify it.
+	Trace map[string]string
 }
 
 // Outcome says how one attempt of a job ended.

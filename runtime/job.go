@@ -23,6 +23,12 @@ type Job[T any] struct {
 	Rescues int
 	// Errors holds the most recent errors of earlier attempts, oldest first.
 	Errors []AttemptError
+	// Trace is the trace context of the Enqueue call that inserted the job,
+	// as the process's TracePropagator (see SetTracePropagator) injected
+	// it; nil when the enqueuer had none, or for jobs inserted by SQL or by
+	// a schedule. A tracing hook reads it to make the attempt part of the
+	// enqueuer's trace.
+	Trace map[string]string
 
 	// Claim is this attempt's fencing token: the row's claim counter as this
 	// attempt's claim set it. Every write the worker makes for the attempt,

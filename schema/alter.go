@@ -107,9 +107,25 @@ func Alter(from, to Table) (string, error) {
 // layoutOf returns t's layout, reading the unversioned 0 as 1.
 func layoutOf(t Table) int { return max(t.Layout, 1) }
 
-// alterLayout returns the statements that move a table between layout 1
-// and layout 2 (in either direction).
+// alterLayout returns the statements that move a table between layouts 1,
+// 2 and 3 (in either direction), one layout step at a time.
 func alterLayout(from, to Table) []string {
+	name := to.QualifiedName()
+	var stmts []string
+	if layoutOf(from) >= 3 && layoutOf(to) < 3 {
+		stmts = append(stmts, fmt.Sprintf(`ALTER TABLE %s DROP COLUMN "trace";`, name))
+	}
+	stmts = append(stmts, alterLayout2(from, to)...)
+	if layoutOf(from) < 3 && layoutOf(to) >= 3 {
+		// A nullable column without a default: adding it rewrites nothing.
+		stmts = append(stmts, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN "trace" jsonb;`, name))
+	}
+	return stmts
+}
+
+// alterLayout2 returns the statements that move a table between layout 1
+// and layout 2 or later (in either direction).
+func alterLayout2(from, to Table) []string {
 	name := to.QualifiedName()
 	sch := QuoteIdent(to.Schema)
 	switch {

@@ -43,10 +43,12 @@ type Table struct {
 	Scheduled bool `json:",omitempty"`
 }
 
-// CurrentLayout is the layout Create renders: a cancel_requested column, a
-// CHECK that a running job has a lease, and separate partial indexes of
-// completed and failed jobs (layout 1 had one index of both).
-const CurrentLayout = 2
+// CurrentLayout is the layout Create renders. Layout 2 added a
+// cancel_requested column, a CHECK that a running job has a lease, and
+// separate partial indexes of completed and failed jobs (layout 1 had one
+// index of both); layout 3 added the nullable trace column, the trace
+// context of the Enqueue call (NULL when nothing injected one).
+const CurrentLayout = 3
 
 // Unique is the unique key of a queue's jobs.
 type Unique struct {

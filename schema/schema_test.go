@@ -91,3 +91,49 @@ func TestAlter(t *testing.T) {
 		})
 	}
 }
+
+func TestAlterLayout(t *testing.T) {
+	t.Parallel()
+	table := func(layout int) Table {
+		return Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Notify: true, Layout: layout}
+	}
+	const (
+		addTrace    = `ALTER TABLE "skipjack"."q" ADD COLUMN "trace" jsonb;`
+		dropTrace   = `ALTER TABLE "skipjack"."q" DROP COLUMN "trace";`
+		addCancel   = `ADD COLUMN "cancel_requested"`
+		dropCancel  = `DROP COLUMN "cancel_requested"`
+		notifyQuiet = `current_setting('skipjack.quiet', true)`
+	)
+	tests := []struct {
+		from, to      int
+		want, wantNot []string
+	}{
+		{2, 3, []string{addTrace}, []string{addCancel, dropTrace, notifyQuiet}},
+		{3, 2, []string{dropTrace}, []string{addTrace, dropCancel}},
+		{0, 3, []string{addCancel, addTrace, notifyQuiet}, []string{dropTrace}},
+		{3, 1, []string{dropTrace, dropCancel}, []string{addTrace}},
+		{3, 3, nil, []string{addTrace, dropTrace}},
+	}
+	for _, tc := range tests {
+		got, err := Alter(table(tc.from), table(tc.to))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("Alter(layout %d -> %d) lacks %q:\n%s", tc.from, tc.to, w, got)
+			}
+		}
+		for _, w := range tc.wantNot {
+			if strings.Contains(got, w) {
+				t.Errorf("Alter(layout %d -> %d) has %q:\n%s", tc.from, tc.to, w, got)
+			}
+		}
+	}
+	// Down from 3 drops the trace column before layout 2's own reversal,
+	// the mirror of the order in which the upgrade adds them.
+	got, _ := Alter(table(3), table(1))
+	if strings.Index(got, dropTrace) > strings.Index(got, dropCancel) {
+		t.Errorf("Alter(layout 3 -> 1) drops cancel_requested before trace:\n%s", got)
+	}
+}

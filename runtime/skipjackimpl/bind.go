@@ -44,7 +44,7 @@ type CopyAtRow interface{ ~copyAtRow }
 // shapes are fixed by the constraints above, so the runtime converts them
 // once, here, for every queue.
 type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] interface {
-	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error)
+	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
 	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
 	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
 	Now(ctx context.Context, delay time.Duration) (time.Time, error)
@@ -68,12 +68,12 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 // uniqueQueries are the extra queries of a queue with a unique key.
 type uniqueQueries interface {
 	Duplicate(ctx context.Context, payload string) (int64, error)
-	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, payloads []string) (int64, error)
+	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error)
 }
 
 // quietQueries is the extra query of a queue with a notify trigger.
 type quietQueries interface {
-	EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error)
+	EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
 }
 
 // slotQueries are the extra queries of a queue with periodic jobs.
@@ -86,8 +86,8 @@ type slotQueries interface {
 // the rest of the runtime uses.
 type queries interface {
 	store
-	enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error)
-	enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time) (int64, error)
+	enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
+	enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error)
 	now(ctx context.Context, delay time.Duration) (time.Time, error)
 	completeOne(ctx context.Context, id int64, claim int32) (int64, error)
 	stats(ctx context.Context) (skipjack.Stats, error)
@@ -177,8 +177,8 @@ func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, f
 	return n, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
-	return b.q.Enqueue(ctx, payload, runAt, delay, priority)
+func (b binding[C, H, G, L, S, E, A]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace)
 }
 
 // copyRow and copyAtRow are the shapes of CopyRow and CopyAtRow, converted
@@ -188,25 +188,27 @@ type (
 	copyRow = struct {
 		Payload  []byte
 		Priority int16
+		Trace    []byte
 	}
 	copyAtRow = struct {
 		Payload  []byte
 		Priority int16
 		RunAt    time.Time
+		Trace    []byte
 	}
 )
 
-func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time) (int64, error) {
+func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
 	if runAt == nil {
 		rows := make([]E, len(payloads))
 		for i, p := range payloads {
-			rows[i] = E(copyRow{Payload: p, Priority: priority})
+			rows[i] = E(copyRow{Payload: p, Priority: priority, Trace: trace})
 		}
 		return b.q.EnqueueCopy(ctx, rows)
 	}
 	rows := make([]A, len(payloads))
 	for i, p := range payloads {
-		rows[i] = A(copyAtRow{Payload: p, Priority: priority, RunAt: *runAt})
+		rows[i] = A(copyAtRow{Payload: p, Priority: priority, RunAt: *runAt, Trace: trace})
 	}
 	return b.q.EnqueueCopyAt(ctx, rows)
 }

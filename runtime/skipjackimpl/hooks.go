@@ -28,6 +28,7 @@ func (r *runner[T]) jobInfo(job *skipjack.Job[T]) skipjack.JobInfo {
 		CreatedAt:   job.CreatedAt,
 		RunAt:       job.RunAt,
 		Worker:      r.cfg.WorkerID,
+		Trace:       job.Trace,
 	}
 }
 

@@ -97,8 +97,9 @@ func (q *Queue[P]) encode(p *P) ([]byte, error) {
 	return b, nil
 }
 
-// Enqueue inserts one job and returns its id. For a queue with a unique
-// key, a duplicate returns the existing job's id and an error matching
+// Enqueue inserts one job and returns its id, storing the trace context
+// that the process's skipjack.TracePropagator injects for ctx (NULL
+// without one). For a queue with a unique key, a duplicate returns the existing job's id and an error matching
 // skipjack.ErrDuplicate; no statement fails, so a caller's transaction
 // stays usable.
 func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.EnqueueOption) (int64, error) {
@@ -110,6 +111,7 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 	}
+	trace := traceText(encodeTrace(link.InjectTrace(ctx)))
 	qs := q.bind(db)
 	text := unsafe.String(unsafe.SliceData(payload), len(payload))
 	// On a pool the insert is committed when it returns, so the workers
@@ -121,7 +123,7 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	if wakeAfter {
 		insert = quiet.EnqueueQuiet
 	}
-	id, err := insert(ctx, text, o.RunAt, o.Delay, priority)
+	id, err := insert(ctx, text, o.RunAt, o.Delay, priority, trace)
 	if err == nil {
 		if wakeAfter {
 			wakeAfterCommit(pool, q.spec.Channel)
@@ -144,7 +146,8 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 
 // EnqueueMany inserts many jobs and returns how many it inserted: with one
 // COPY, or for a queue with a unique key with one INSERT that skips
-// duplicates. The options apply to every job.
+// duplicates. The options, and the trace context of ctx, apply to every
+// job.
 func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...skipjack.EnqueueOption) (int64, error) {
 	o, priority, err := q.enqueueOptions(list)
 	if err != nil {
@@ -159,13 +162,14 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 			return 0, fmt.Errorf("enqueue %s: payload %d: %w", q.spec.Name, i, err)
 		}
 	}
+	trace := encodeTrace(link.InjectTrace(ctx))
 	qs := q.bind(db)
 	if u := qs.unique(); u != nil {
 		texts := make([]string, len(payloads))
 		for i, p := range payloads {
 			texts[i] = string(p)
 		}
-		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, texts)
+		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, traceText(trace), texts)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 		}
@@ -179,7 +183,7 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 		}
 		runAt = &at
 	}
-	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt)
+	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt, trace)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 	}

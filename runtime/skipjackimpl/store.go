@@ -48,6 +48,7 @@ type claimedShape = struct {
 	CreatedAt   time.Time
 	Rescues     int32
 	Errors      []byte
+	Trace       []byte
 }
 
 // ClaimedRow is a job row as the claim statement returns it, before its

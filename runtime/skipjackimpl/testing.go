@@ -20,6 +20,9 @@ type RunOnceOpts struct {
 	// Config is the worker configuration whose PollInterval (the floor of
 	// a snooze), Logger, WorkerID and Hooks apply.
 	Config skipjack.WorkerConfig
+	// Trace is the trace context the job was enqueued with, stored and
+	// read back as the trace column is.
+	Trace map[string]string
 }
 
 // RunOnce runs handle on one job with payload p, synchronously, through
@@ -43,6 +46,7 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	e := &entry[P]{row: ClaimedRow{
 		ID: max(o.ID, 1), Attempt: int32(max(o.Attempt, 1)), Claim: 1,
 		MaxAttempts: int32(spec.MaxAttempts), Payload: payload, RunAt: now, CreatedAt: now,
+		Trace: encodeTrace(o.Trace),
 	}}
 	if o.MaxAttempts > 0 {
 		e.row.MaxAttempts = int32(o.MaxAttempts)

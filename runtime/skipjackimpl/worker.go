@@ -387,5 +387,6 @@ func newJob[T any](row *ClaimedRow) *skipjack.Job[T] {
 		Claim:       row.Claim,
 	}
 	j.Errors = decodeErrors(row.Errors)
+	j.Trace = decodeTrace(row.Trace)
 	return j
 }

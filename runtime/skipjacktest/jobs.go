@@ -127,6 +127,12 @@ type RunOption func(*skipjackimpl.RunOnceOpts)
 // queue's max_attempts, an error fails the job instead of retrying it.
 func Attempt(n int) RunOption { return func(o *skipjackimpl.RunOnceOpts) { o.Attempt = n } }
 
+// Trace runs the job as if it had been enqueued with the trace context m,
+// as a TracePropagator injects it: the handler sees it as Job.Trace, hooks
+// as JobInfo.Trace. It lets a test check that a tracing hook continues the
+// enqueuer's trace.
+func Trace(m map[string]string) RunOption { return func(o *skipjackimpl.RunOnceOpts) { o.Trace = m } }
+
 // WorkerConfig runs the job under cfg: its PollInterval (the floor of a
 // snooze), Logger and Hooks apply.
 func WorkerConfig(cfg skipjack.WorkerConfig) RunOption {

@@ -12,8 +12,8 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 2 of generated code.
-const _ = skipjack.SupportPackageIsVersion2
+// This package needs a runtime that supports version 3 of generated code.
+const _ = skipjack.SupportPackageIsVersion3
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -179,6 +179,18 @@ CREATE INDEX "quiet_completed_idx" ON "skipjack"."quiet" ("finished_at") WHERE "
 CREATE INDEX "quiet_failed_idx" ON "skipjack"."quiet" ("finished_at") WHERE "state" = 'failed';
 
 DROP INDEX "skipjack"."quiet_finished_idx";
+`,
+	},
+	{
+		Version: 3,
+		Name:    "0003_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+ALTER TABLE "skipjack"."noop" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."kept" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."quiet" ADD COLUMN "trace" jsonb;
 `,
 	},
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 2 of generated code.
-const _ = skipjack.SupportPackageIsVersion2
+// This package needs a runtime that supports version 3 of generated code.
+const _ = skipjack.SupportPackageIsVersion3
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -106,6 +106,16 @@ $$;
 
 CREATE TRIGGER "resize_image_notify" AFTER INSERT ON "skipjack"."resize_image"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."resize_image_notify"();
+`,
+	},
+	{
+		Version: 2,
+		Name:    "0002_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+ALTER TABLE "skipjack"."send_email" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."resize_image" ADD COLUMN "trace" jsonb;
 `,
 	},
 }

@@ -9,3 +9,8 @@ import "context"
 // SetWorkerRun makes w, a *skipjack.Worker[P] for any P, run run when its
 // Run method is called. Package skipjack sets it in its init.
 var SetWorkerRun func(w any, run func(context.Context) error)
+
+// InjectTrace returns the trace context of ctx per the process's
+// skipjack.TracePropagator, or nil without one. Package skipjack sets it
+// in its init.
+var InjectTrace func(ctx context.Context) map[string]string

@@ -12,8 +12,8 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 2 of generated code.
-const _ = skipjack.SupportPackageIsVersion2
+// This package needs a runtime that supports version 3 of generated code.
+const _ = skipjack.SupportPackageIsVersion3
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -494,6 +494,30 @@ $$;
 
 CREATE TRIGGER "trim_notify" AFTER INSERT ON "skipjack"."trim"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."trim_notify"();
+`,
+	},
+	{
+		Version: 4,
+		Name:    "0004_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+ALTER TABLE "skipjack"."demo" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."fast" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."kept" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."slow" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."trim" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."ranked" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."uniq" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."tick" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "skipjack"."tock" ADD COLUMN "trace" jsonb;
 `,
 	},
 }

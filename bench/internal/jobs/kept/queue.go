@@ -15,7 +15,7 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-const _ = skipjack.SupportPackageIsVersion2 // needs a runtime for version 2 of generated code
+const _ = skipjack.SupportPackageIsVersion3 // needs a runtime for version 3 of generated code
 
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "kept"
@@ -47,7 +47,8 @@ var Spec = skipjackimpl.QueueSpec{
 var queue = skipjackimpl.NewQueue[Payload](Spec, dbgen.New)
 
 // Enqueue inserts one job and returns its id. Inside a pgx.Tx the job exists
-// only if that transaction commits.
+// only if that transaction commits. The job keeps ctx's trace context when a
+// [skipjack.TracePropagator] is registered.
 func Enqueue(ctx context.Context, db DBTX, p Payload, opts ...skipjack.EnqueueOption) (int64, error) {
 	return queue.Enqueue(ctx, db, p, opts...)
 }

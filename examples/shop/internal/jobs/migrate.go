@@ -12,8 +12,8 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-// This package needs a runtime that supports version 2 of generated code.
-const _ = skipjack.SupportPackageIsVersion2
+// This package needs a runtime that supports version 3 of generated code.
+const _ = skipjack.SupportPackageIsVersion3
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -200,6 +200,18 @@ BEGIN
     RETURN NULL;
 END
 $$;
+`,
+	},
+	{
+		Version: 3,
+		Name:    "0003_skipjack_update",
+		Up: `CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+
+ALTER TABLE "shop_jobs"."send_email" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN "trace" jsonb;
+
+ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN "trace" jsonb;
 `,
 	},
 }

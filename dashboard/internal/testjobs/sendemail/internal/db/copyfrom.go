@@ -30,6 +30,7 @@ func (r iteratorForEnqueueCopy) Values() ([]any, error) {
 	return []any{
 		r.rows[0].Payload,
 		r.rows[0].Priority,
+		r.rows[0].Trace,
 	}, nil
 }
 
@@ -40,7 +41,7 @@ func (r iteratorForEnqueueCopy) Err() error {
 
 // EnqueueCopy inserts many jobs due now with COPY.
 func (q *Queries) EnqueueCopy(ctx context.Context, arg []EnqueueCopyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"skipjack", "send_email"}, []string{"payload", "priority"}, &iteratorForEnqueueCopy{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"skipjack", "send_email"}, []string{"payload", "priority", "trace"}, &iteratorForEnqueueCopy{rows: arg})
 }
 
 // iteratorForEnqueueCopyAt implements pgx.CopyFromSource.
@@ -68,6 +69,7 @@ func (r iteratorForEnqueueCopyAt) Values() ([]any, error) {
 		r.rows[0].Payload,
 		r.rows[0].Priority,
 		r.rows[0].RunAt,
+		r.rows[0].Trace,
 	}, nil
 }
 
@@ -78,5 +80,5 @@ func (r iteratorForEnqueueCopyAt) Err() error {
 
 // EnqueueCopyAt inserts many jobs due at run_at with COPY.
 func (q *Queries) EnqueueCopyAt(ctx context.Context, arg []EnqueueCopyAtParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"skipjack", "send_email"}, []string{"payload", "priority", "run_at"}, &iteratorForEnqueueCopyAt{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"skipjack", "send_email"}, []string{"payload", "priority", "run_at", "trace"}, &iteratorForEnqueueCopyAt{rows: arg})
 }

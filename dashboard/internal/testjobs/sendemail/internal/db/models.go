@@ -23,4 +23,5 @@ type SkipjackSendEmail struct {
 	FinishedAt      *time.Time
 	Errors          []byte
 	CancelRequested bool
+	Trace           []byte
 }

@@ -23,4 +23,5 @@ type SkipjackDemo struct {
 	FinishedAt      *time.Time
 	Errors          []byte
 	CancelRequested bool
+	Trace           []byte
 }

@@ -50,7 +50,7 @@ SET "state" = 'running',
     "lease_expires_at" = now() + $1::interval,
     "worker" = $2::text
 WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors"
+RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
 `
 
 // ClaimRow is one row returned by Claim.
@@ -65,6 +65,7 @@ type ClaimRow struct {
 	CreatedAt   time.Time
 	Rescues     int32
 	Errors      []byte
+	Trace       []byte
 }
 
 // Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold.
@@ -88,6 +89,7 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 			&i.CreatedAt,
 			&i.Rescues,
 			&i.Errors,
+			&i.Trace,
 		); err != nil {
 			return nil, err
 		}
@@ -182,18 +184,19 @@ func (q *Queries) CountFinished(ctx context.Context, state string, since time.Ti
 }
 
 const enqueue = `-- name: Enqueue :one
-INSERT INTO "skipjack"."ranked" ("payload", "run_at", "priority")
-VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint)
+INSERT INTO "skipjack"."ranked" ("payload", "run_at", "priority", "trace")
+VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb)
 RETURNING "id"
 `
 
-// Enqueue inserts one job, due at run_at or after delay on the database clock.
-func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
+// Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none).
+func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueue,
 		payload,
 		runAt,
 		delay,
 		priority,
+		trace,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -204,6 +207,7 @@ func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time,
 type EnqueueCopyParams struct {
 	Payload  []byte
 	Priority int16
+	Trace    []byte
 }
 
 // EnqueueCopyAtParams holds the parameters of EnqueueCopyAt.
@@ -211,23 +215,25 @@ type EnqueueCopyAtParams struct {
 	Payload  []byte
 	Priority int16
 	RunAt    time.Time
+	Trace    []byte
 }
 
 const enqueueQuiet = `-- name: EnqueueQuiet :one
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."ranked" ("payload", "run_at", "priority")
-SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint
+INSERT INTO "skipjack"."ranked" ("payload", "run_at", "priority", "trace")
+SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb
 FROM quiet
 RETURNING "id"
 `
 
 // EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
-func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
+func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueueQuiet,
 		payload,
 		runAt,
 		delay,
 		priority,
+		trace,
 	)
 	var id int64
 	err := row.Scan(&id)

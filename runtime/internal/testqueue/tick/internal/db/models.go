@@ -30,4 +30,5 @@ type SkipjackTick struct {
 	FinishedAt      *time.Time
 	Errors          []byte
 	CancelRequested bool
+	Trace           []byte
 }

@@ -18,5 +18,6 @@ CREATE TABLE "skipjack"."trim" (
     "finished_at" timestamptz,
     "errors" jsonb NOT NULL DEFAULT '[]',
     "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
     CONSTRAINT "trim_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);

@@ -42,7 +42,7 @@ SET "state" = 'running',
     "lease_expires_at" = now() + $1::interval,
     "worker" = $2::text
 WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors"
+RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
 `
 
 // ClaimRow is one row returned by Claim.
@@ -57,6 +57,7 @@ type ClaimRow struct {
 	CreatedAt   time.Time
 	Rescues     int32
 	Errors      []byte
+	Trace       []byte
 }
 
 // Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold.
@@ -80,6 +81,7 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 			&i.CreatedAt,
 			&i.Rescues,
 			&i.Errors,
+			&i.Trace,
 		); err != nil {
 			return nil, err
 		}
@@ -190,19 +192,20 @@ func (q *Queries) Duplicate(ctx context.Context, payload string) (int64, error) 
 }
 
 const enqueue = `-- name: Enqueue :one
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority")
-VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint)
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
+VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb)
 ON CONFLICT DO NOTHING
 RETURNING "id"
 `
 
-// Enqueue inserts one job, due at run_at or after delay on the database clock. A duplicate of a job in a unique state inserts nothing and returns no row.
-func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
+// Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none). A duplicate of a job in a unique state inserts nothing and returns no row.
+func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueue,
 		payload,
 		runAt,
 		delay,
 		priority,
+		trace,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -210,19 +213,20 @@ func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time,
 }
 
 const enqueueBatch = `-- name: EnqueueBatch :execrows
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority")
-SELECT p::jsonb, COALESCE($1::timestamptz, now() + $2::interval), $3::smallint
-FROM unnest($4::text[]) WITH ORDINALITY AS x(p, n)
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
+SELECT p::jsonb, COALESCE($1::timestamptz, now() + $2::interval), $3::smallint, $4::text::jsonb
+FROM unnest($5::text[]) WITH ORDINALITY AS x(p, n)
 ORDER BY n
 ON CONFLICT DO NOTHING
 `
 
 // EnqueueBatch inserts many jobs, skipping duplicates of jobs in a unique state and of each other.
-func (q *Queries) EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, payloads []string) (int64, error) {
+func (q *Queries) EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error) {
 	result, err := q.db.Exec(ctx, enqueueBatch,
 		runAt,
 		delay,
 		priority,
+		trace,
 		payloads,
 	)
 	if err != nil {
@@ -235,6 +239,7 @@ func (q *Queries) EnqueueBatch(ctx context.Context, runAt *time.Time, delay time
 type EnqueueCopyParams struct {
 	Payload  []byte
 	Priority int16
+	Trace    []byte
 }
 
 // EnqueueCopyAtParams holds the parameters of EnqueueCopyAt.
@@ -242,24 +247,26 @@ type EnqueueCopyAtParams struct {
 	Payload  []byte
 	Priority int16
 	RunAt    time.Time
+	Trace    []byte
 }
 
 const enqueueQuiet = `-- name: EnqueueQuiet :one
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority")
-SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
+SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb
 FROM quiet
 ON CONFLICT DO NOTHING
 RETURNING "id"
 `
 
 // EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
-func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16) (int64, error) {
+func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueueQuiet,
 		payload,
 		runAt,
 		delay,
 		priority,
+		trace,
 	)
 	var id int64
 	err := row.Scan(&id)

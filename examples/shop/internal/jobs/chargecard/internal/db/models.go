@@ -23,4 +23,5 @@ type ShopJobsChargeCard struct {
 	FinishedAt      *time.Time
 	Errors          []byte
 	CancelRequested bool
+	Trace           []byte
 }
