@@ -57,8 +57,8 @@ func (b *bench) heapPerJob(ctx context.Context) error {
 	}
 	systems = append(systems, riverWorkersSystem(n, logger))
 	fmt.Fprintf(b.out, "\nGo memory per in-flight job: one worker at Concurrency %d (River: MaxWorkers %d), handlers blocked until released; HeapAlloc and StackInuse after two runtime.GC() calls, minus the same worker idle on an empty queue\n\n", n, n)
-	fmt.Fprintln(b.out, "| system | state | jobs held | running | heap bytes | heap bytes/job | stack bytes/job | goroutines | goroutines/job |")
-	fmt.Fprintln(b.out, "|---|---|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(b.out, "| system | state | jobs held | running | heap bytes | heap bytes/job | stack bytes | stack bytes/job | goroutines | goroutines/job |")
+	fmt.Fprintln(b.out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	var errs []error
 	for _, s := range systems {
 		err := b.withDB(ctx, s, "heap", func(dsn string) error {
@@ -74,8 +74,8 @@ func (b *bench) heapPerJob(ctx context.Context) error {
 					perStack = fmt.Sprintf("%.0f", (float64(st.mem.stack)-float64(base.stack))/float64(st.jobs))
 					perG = fmt.Sprintf("%.2f", float64(st.mem.goroutines-base.goroutines)/float64(st.jobs))
 				}
-				fmt.Fprintf(b.out, "| %s | %s | %d | %d | %d | %s | %s | %d | %s |\n", s.name, st.label, st.jobs, st.running,
-					st.mem.heap, perHeap, perStack, st.mem.goroutines, perG)
+				fmt.Fprintf(b.out, "| %s | %s | %d | %d | %d | %s | %d | %s | %d | %s |\n", s.name, st.label, st.jobs, st.running,
+					st.mem.heap, perHeap, st.mem.stack, perStack, st.mem.goroutines, perG)
 			}
 			return nil
 		})
