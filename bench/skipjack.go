@@ -159,7 +159,13 @@ func (q *skipjackQueue) work(ctx context.Context, handle func(int64)) error {
 
 func (q *skipjackQueue) unfinished(ctx context.Context) (int64, error) {
 	var n int64
-	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM `+q.table()+` WHERE "state" IN ('pending', 'running')`).Scan(&n)
+	// Two counts that the claim and lease partial indexes answer (a claimed
+	// row always has a lease), not one over "state" IN (...): the table has
+	// no index on "state", so with a million finished rows kept that was a
+	// ~90 ms sequential scan, polled at the end of every burn-down, which
+	// charged the bench's own finish detection to the queue.
+	err := q.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+q.table()+` WHERE "state" = 'pending')
+		+ (SELECT count(*) FROM `+q.table()+` WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')`).Scan(&n)
 	return n, err
 }
 
