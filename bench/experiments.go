@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,22 +37,23 @@ func (b *bench) experimentSystems(systems []system, defaults ...string) []system
 func (b *bench) bloat(ctx context.Context, systems []system) error {
 	systems = b.experimentSystems(systems, "skipjack-tuned", "skipjack-kept", "river-tuned")
 	counts := append([]int{0}, b.o.bloat...)
-	fmt.Fprintf(b.out, "\nBurn-down of %d jobs with finished rows kept in the table (median of %d run(s); rows inserted, then VACUUM ANALYZE)\n\n", b.o.jobs, b.o.runs)
-	fmt.Fprintln(b.out, "| system | finished rows kept | burn-down jobs/s | vs empty | mean claim ms |")
-	fmt.Fprintln(b.out, "|---|--:|--:|--:|--:|")
+	fmt.Fprintf(b.out, "\nBurn-down of %d jobs with finished rows kept in the table (median of %d run(s), each run going through every system and count in turn; rows inserted, then VACUUM ANALYZE)\n\n", b.o.jobs, b.o.runs)
+	type cell struct{ burns, claims []float64 }
+	cells := make([][]cell, len(systems))
+	for i := range cells {
+		cells[i] = make([]cell, len(counts))
+	}
 	var errs []error
-	for _, s := range systems {
-		var empty float64
-		for _, k := range counts {
-			var burns, claims []float64
-			for r := range b.o.runs {
+	for r := range b.o.runs {
+		for i, s := range systems {
+			for j, k := range counts {
 				err := b.withDB(ctx, s, "bloat", func(dsn string) error {
 					res, err := measureThroughput(ctx, s, dsn, b.o.jobs, b.o.batch, k, b.burnTimeout(s))
 					if err != nil {
 						return err
 					}
-					burns = append(burns, res.burn)
-					claims = append(claims, res.claimMS)
+					cells[i][j].burns = append(cells[i][j].burns, res.burn)
+					cells[i][j].claims = append(cells[i][j].claims, res.claimMS)
 					b.logf("bloat %s %d rows run %d: %.0f jobs/s", s.name, k, r+1, res.burn)
 					return nil
 				})
@@ -59,15 +61,35 @@ func (b *bench) bloat(ctx context.Context, systems []system) error {
 					errs = append(errs, fmt.Errorf("%s with %d rows: %w", s.name, k, err))
 				}
 			}
-			burn := median(burns)
-			if k == 0 {
-				empty = burn
-			}
-			vs := "–"
+		}
+	}
+	fmt.Fprintln(b.out, "| system | finished rows kept | burn-down jobs/s | vs empty (medians) | vs empty (median of per-run ratios) | runs (jobs/s) | mean claim ms |")
+	fmt.Fprintln(b.out, "|---|--:|--:|--:|--:|---|--:|")
+	for i, s := range systems {
+		empties := cells[i][0].burns
+		empty := median(empties)
+		for j, k := range counts {
+			c := cells[i][j]
+			burn := median(c.burns)
+			vs, paired := "–", "–"
 			if empty > 0 && burn > 0 {
 				vs = fmt.Sprintf("%+.1f%%", (burn/empty-1)*100)
 			}
-			fmt.Fprintf(b.out, "| %s | %d | %s | %s | %s |\n", s.name, k, num(burn), vs, ms(median(claims)))
+			// The same run's empty-table burn-down ran just before this
+			// one, so its ratio is less exposed to the machine's load
+			// drifting over the whole experiment.
+			if len(c.burns) == len(empties) && len(empties) > 0 {
+				ratios := make([]float64, len(empties))
+				for r := range empties {
+					ratios[r] = c.burns[r] / empties[r]
+				}
+				paired = fmt.Sprintf("%+.1f%%", (median(ratios)-1)*100)
+			}
+			var each []string
+			for _, x := range c.burns {
+				each = append(each, num(x))
+			}
+			fmt.Fprintf(b.out, "| %s | %d | %s | %s | %s | %s | %s |\n", s.name, k, num(burn), vs, paired, strings.Join(each, ", "), ms(median(c.claims)))
 		}
 	}
 	fmt.Fprintln(b.out)

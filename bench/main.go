@@ -46,6 +46,9 @@ type options struct {
 	snapshot         time.Duration
 	notify           time.Duration
 	procs            []int
+	idle             int
+	idleFor          time.Duration
+	heap             int
 	cpuProfile       string
 	verbose          bool
 	keepDBs          bool
@@ -62,9 +65,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if o.child != "" {
+	switch {
+	case o.child == idleChildSkipjack || o.child == idleChildRiver:
+		err = runIdleChild(ctx, o)
+	case o.child != "":
 		err = runChild(ctx, o)
-	} else {
+	default:
 		err = run(ctx, o, os.Stdout)
 	}
 	if err != nil {
@@ -97,6 +103,9 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.snapshot, "snapshot", 0, "experiment: burn-down while a REPEATABLE READ snapshot is held this long, e.g. 60s")
 	fs.DurationVar(&o.notify, "notify", 0, "experiment: notify on vs off (skipjack-default vs skipjack-poll): latency and the enqueue rate of 32 concurrent single-row enqueuers, each measured this long, e.g. 5s")
 	procs := fs.String("procs", "", "experiment: burn-down with this many worker processes, e.g. 1,2,4")
+	fs.IntVar(&o.idle, "idle", 0, "experiment: idle cost of this many skipjack workers (default WorkerConfig) in one process with no jobs, and of one River client with as many queues, e.g. 50")
+	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")
+	fs.IntVar(&o.heap, "heap", 0, "experiment: Go heap per in-flight job of one worker at this Concurrency (MaxWorkers for River) with handlers blocked, e.g. 1000")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to this file")
 	fs.BoolVar(&o.verbose, "v", false, "show the systems' warnings (River, skipjack) and progress")
 	fs.BoolVar(&o.keepDBs, "keep-dbs", false, "do not drop the benchmark databases")
@@ -119,6 +128,10 @@ func parseFlags(args []string) (options, error) {
 	if o.smoke {
 		o.runs, o.jobs, o.latency, o.warmup = 1, 2_000, 2*time.Second, 500*time.Millisecond
 		o.bloat, o.procs, o.snapshot, o.notify = nil, nil, 0, 0
+		o.idle, o.heap = 0, 0
+	}
+	if o.idle < 0 || o.heap < 0 || o.idleFor <= 0 {
+		return o, errors.New("-idle and -heap must not be negative, -idle-for must be positive")
 	}
 	if o.runs < 1 || o.jobs < 1 || o.batch < 1 || o.rate < 1 {
 		return o, errors.New("-runs, -jobs, -batch and -rate must be positive")
@@ -265,6 +278,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if len(o.procs) > 0 {
 		if err := b.processes(ctx, systems); err != nil {
 			failed = append(failed, "procs: "+err.Error())
+		}
+	}
+	if o.idle > 0 {
+		if err := b.idleCost(ctx); err != nil {
+			failed = append(failed, "idle: "+err.Error())
+		}
+	}
+	if o.heap > 0 {
+		if err := b.heapPerJob(ctx); err != nil {
+			failed = append(failed, "heap: "+err.Error())
 		}
 	}
 	if len(failed) > 0 {

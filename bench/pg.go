@@ -103,3 +103,55 @@ func openPool(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, e
 	}
 	return pool, nil
 }
+
+// backend is one server process connected to a database.
+type backend struct {
+	pid   int
+	query string // its current or last statement
+}
+
+// backends returns the client backends connected to database db.
+func (a *admin) backends(ctx context.Context, db string) ([]backend, error) {
+	rows, err := a.conn.Query(ctx, `SELECT pid, coalesce(query, '') FROM pg_stat_activity
+		WHERE datname = $1 AND backend_type = 'client backend'`, db)
+	if err != nil {
+		return nil, fmt.Errorf("read pg_stat_activity: %w", err)
+	}
+	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (backend, error) {
+		var b backend
+		err := r.Scan(&b.pid, &b.query)
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pg_stat_activity: %w", err)
+	}
+	return bs, nil
+}
+
+// dbStats returns the transactions (committed and rolled back) and the
+// rows returned by scans of database db so far.
+func (a *admin) dbStats(ctx context.Context, db string) (xacts, tupReturned int64, err error) {
+	err = a.conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback, tup_returned FROM pg_stat_database WHERE datname = $1`, db).
+		Scan(&xacts, &tupReturned)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read pg_stat_database: %w", err)
+	}
+	return xacts, tupReturned, nil
+}
+
+// checkFreeConns fails when the server has fewer than need connection
+// slots free for ordinary roles, so that an experiment does not take the
+// last connections of a server that others share.
+func (a *admin) checkFreeConns(ctx context.Context, need int) error {
+	var free int
+	err := a.conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int
+		- current_setting('superuser_reserved_connections')::int
+		- (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&free)
+	if err != nil {
+		return fmt.Errorf("count free connections: %w", err)
+	}
+	if free < need {
+		return fmt.Errorf("needs about %d free connections, the server has %d: run it on a throwaway cluster with more, e.g. PG_OPTS='-c max_connections=300' ./autovacuum.sh -no-main -idle 50", need, free)
+	}
+	return nil
+}

@@ -36,7 +36,20 @@ func riverSystem(tuned bool, logger *slog.Logger) system {
 		retention: "keeps completed 24h (River default)",
 		migrate:   migrateRiver,
 		open: func(pool *pgxpool.Pool) (queue, error) {
-			return newRiverQueue(pool, tuned, logger)
+			return newRiverQueue(pool, tuned, 0, logger)
+		},
+	}
+}
+
+// riverWorkersSystem returns River with its defaults and maxWorkers workers
+// on its one queue (the heap experiment).
+func riverWorkersSystem(maxWorkers int, logger *slog.Logger) system {
+	return system{
+		name:      fmt.Sprintf("river-w%d", maxWorkers),
+		retention: fmt.Sprintf("River defaults, MaxWorkers %d", maxWorkers),
+		migrate:   migrateRiver,
+		open: func(pool *pgxpool.Pool) (queue, error) {
+			return newRiverQueue(pool, false, maxWorkers, logger)
 		},
 	}
 }
@@ -59,7 +72,9 @@ type riverQueue struct {
 	handle atomic.Pointer[func(int64)]
 }
 
-func newRiverQueue(pool *pgxpool.Pool, tuned bool, logger *slog.Logger) (*riverQueue, error) {
+// newRiverQueue configures River as River's own bench does (tuned) or with
+// its defaults; maxWorkers > 0 overrides the queue's MaxWorkers.
+func newRiverQueue(pool *pgxpool.Pool, tuned bool, maxWorkers int, logger *slog.Logger) (*riverQueue, error) {
 	q := &riverQueue{pool: pool}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[riverArgs]) error {
@@ -80,6 +95,9 @@ func newRiverQueue(pool *pgxpool.Pool, tuned bool, logger *slog.Logger) (*riverQ
 		cfg.FetchCooldown = 2 * time.Millisecond
 		cfg.FetchPollInterval = 20 * time.Millisecond
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2000}}
+	}
+	if maxWorkers > 0 {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}}
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {
@@ -140,6 +158,38 @@ func (q *riverQueue) fillFinished(ctx context.Context, n int) error {
 	}
 	if _, err := q.pool.Exec(ctx, "VACUUM ANALYZE river_job"); err != nil {
 		return fmt.Errorf("vacuum: %w", err)
+	}
+	return nil
+}
+
+// pending counts jobs not yet fetched by a producer.
+func (q *riverQueue) pending(ctx context.Context) (int64, error) {
+	var n int64
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'available'`).Scan(&n)
+	return n, err
+}
+
+// runRiverIdle runs one River client with River's defaults and n queues of
+// MaxWorkers 100 on pool until ctx ends.
+func runRiverIdle(ctx context.Context, pool *pgxpool.Pool, n int, logger *slog.Logger) error {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[riverArgs]) error { return nil }))
+	queues := make(map[string]river.QueueConfig, n)
+	for i := range n {
+		queues[fmt.Sprintf("idle_%02d", i)] = river.QueueConfig{MaxWorkers: 100}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: logger, Workers: workers, Queues: queues})
+	if err != nil {
+		return fmt.Errorf("river client: %w", err)
+	}
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("river start: %w", err)
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := client.Stop(stopCtx); err != nil {
+		return fmt.Errorf("river stop: %w", err)
 	}
 	return nil
 }
