@@ -18,6 +18,9 @@ const (
 	controlConns = 6
 	// controlIdle is how long an idle control connection stays open.
 	controlIdle = time.Minute
+	// controlPingIdle is how long a control connection may sit idle before
+	// it is pinged when taken from the pool.
+	controlPingIdle = 30 * time.Second
 	// cancelDeadlineDelay is how long a statement whose context ended may
 	// take to end on the server after the cancel request was sent before
 	// the connection is closed anyway.
@@ -43,6 +46,13 @@ func newControlPool(user *pgxpool.Pool) (*pgxpool.Pool, error) {
 	cfg.MinConns = 0
 	cfg.MinIdleConns = 0
 	cfg.MaxConnIdleTime = controlIdle
+	// pgxpool pings every connection idle for over a second before handing
+	// it out: for a worker polling every second, one extra round trip per
+	// poll. Control statements have deadlines and retry on errors, so only
+	// connections idle for long are checked first.
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		return p.IdleDuration > controlPingIdle
+	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
 	}

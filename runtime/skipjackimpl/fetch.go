@@ -33,6 +33,11 @@ type claimResult struct {
 // stay batched. It also pauses while too many results wait to be flushed.
 func (r *runner[T]) fetchLoop(ctx context.Context) {
 	more := true
+	// lastFull: the last claim filled its limit, so jobs are likely
+	// waiting and a second claim may run beside the next one. After a
+	// short claim (an idle queue), a poll tick or a wake-up sends one
+	// claim, not one per free batch.
+	lastFull := false
 	var pollAt time.Time
 	poll := time.NewTimer(0)
 	defer poll.Stop()
@@ -54,6 +59,9 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 		if more && !backingOff && inFlight < maxClaimsInFlight {
 			if limit := r.reserve(); limit > 0 {
 				inFlight++
+				if !lastFull {
+					more = false
+				}
 				r.claims.Go(func() {
 					n, err := r.claim(limit)
 					results <- claimResult{limit: limit, n: n, err: err}
@@ -74,10 +82,12 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				r.log.Warn("skipjack: claim failed; retrying", "error", res.err, "retry_in", d)
 				retry.Reset(d)
 				backingOff = true
+				more = true // claim again once the backoff is over
 				continue
 			}
 			bo.reset()
-			more = res.n == res.limit
+			lastFull = res.n == res.limit
+			more = more || lastFull
 			resetPoll(jitter(r.cfg.PollInterval))
 		case <-r.wake:
 			more = true
