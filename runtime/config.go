@@ -22,8 +22,8 @@ type WorkerConfig struct {
 	// acknowledgements one statement carries. Default 100.
 	BatchSize int
 	// PollInterval is how often an idle worker looks for due jobs when no
-	// notification arrives (and the only wake-up of notify: false queues).
-	// Default 1s.
+	// notification arrives (and the only wake-up of notify: false queues):
+	// one claim statement per look, jittered by ±20%. Default 1s.
 	PollInterval time.Duration
 	// AckDelay is how long a completed job may wait for more
 	// acknowledgements before they are flushed together; a full batch
