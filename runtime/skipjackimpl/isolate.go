@@ -262,15 +262,7 @@ func (r *runner[T]) shed() {
 		r.mu.Unlock()
 		return
 	}
-	var out []*entry[T]
-	for _, e := range r.queue {
-		r.inflight--
-		if !e.lost {
-			e.settling = true
-			out = append(out, e)
-		}
-	}
-	r.queue = nil
+	out := r.takeQueuedLocked()
 	r.mu.Unlock()
 	signal(r.kick)
 	r.releaseQueued(out)

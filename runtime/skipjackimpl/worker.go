@@ -273,6 +273,13 @@ func (r *runner[T]) stop() []*entry[T] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
+	return r.takeQueuedLocked()
+}
+
+// takeQueuedLocked empties the prefetched queue and returns the jobs in it
+// whose leases are not lost, marked as being settled, for releaseQueued;
+// r.mu must be held.
+func (r *runner[T]) takeQueuedLocked() []*entry[T] {
 	var out []*entry[T]
 	for _, e := range r.queue {
 		r.inflight--
