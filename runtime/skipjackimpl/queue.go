@@ -99,9 +99,9 @@ func (q *Queue[P]) encode(p *P) ([]byte, error) {
 
 // Enqueue inserts one job and returns its id, storing the trace context
 // that the process's skipjack.TracePropagator injects for ctx (NULL
-// without one). For a queue with a unique key, a duplicate returns the existing job's id and an error matching
-// skipjack.ErrDuplicate; no statement fails, so a caller's transaction
-// stays usable.
+// without one). For a queue with a unique key, a duplicate returns the
+// existing job's id and an error matching skipjack.ErrDuplicate; no
+// statement fails, so a caller's transaction stays usable.
 func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.EnqueueOption) (int64, error) {
 	o, priority, err := q.enqueueOptions(list)
 	if err != nil {
