@@ -45,19 +45,16 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
 
 -- name: Complete :many
--- Complete acknowledges the jobs that the given claims still own, locking them in id order. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
-WITH done AS (
-    SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim
-), locked AS (
-    SELECT j."id", j."cancel_requested"
-    FROM (SELECT * FROM done ORDER BY id) AS x
-    CROSS JOIN LATERAL (
-        SELECT "id", "state", "cancel_requested" FROM "skipjack"."notify_user"
-        WHERE "id" = x.id AND "claim" = x.claim
-        LIMIT 1
-        FOR UPDATE
-    ) AS j
-    WHERE j."state" = 'running'
+-- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
+WITH owned AS (
+    SELECT jsonb_object_agg(x.id, x.claim) AS claims
+    FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS x
+), completed AS (
+    DELETE FROM "skipjack"."notify_user" AS t
+    WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
+      AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
+      AND t."state" = 'running' AND NOT t."cancel_requested"
+    RETURNING t."id"
 ), cancelled AS (
     UPDATE "skipjack"."notify_user" AS t
     SET "state" = 'failed', "finished_at" = now(), "lease_expires_at" = NULL,
@@ -67,12 +64,10 @@ WITH done AS (
                 'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
             WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
         )
-    WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked WHERE "cancel_requested"))
+    WHERE t."id" = ANY(ARRAY(SELECT unnest(sqlc.arg(ids)::bigint[]) EXCEPT ALL SELECT "id" FROM completed))
+      AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
+      AND t."state" = 'running' AND t."cancel_requested"
     RETURNING t."id"
-), completed AS (
-    DELETE FROM "skipjack"."notify_user"
-    WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked WHERE NOT "cancel_requested"))
-    RETURNING "id"
 )
 SELECT "id" FROM completed
 UNION ALL

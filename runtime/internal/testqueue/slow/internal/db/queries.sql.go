@@ -94,18 +94,15 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 }
 
 const complete = `-- name: Complete :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
-), locked AS (
-    SELECT j."id", j."cancel_requested"
-    FROM (SELECT id, claim FROM done ORDER BY id) AS x
-    CROSS JOIN LATERAL (
-        SELECT "id", "state", "cancel_requested" FROM "skipjack"."slow"
-        WHERE "id" = x.id AND "claim" = x.claim
-        LIMIT 1
-        FOR UPDATE
-    ) AS j
-    WHERE j."state" = 'running'
+WITH owned AS (
+    SELECT jsonb_object_agg(x.id, x.claim) AS claims
+    FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim) AS x
+), completed AS (
+    DELETE FROM "skipjack"."slow" AS t
+    WHERE t."id" = ANY($1::bigint[])
+      AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
+      AND t."state" = 'running' AND NOT t."cancel_requested"
+    RETURNING t."id"
 ), cancelled AS (
     UPDATE "skipjack"."slow" AS t
     SET "state" = 'failed', "finished_at" = now(), "lease_expires_at" = NULL,
@@ -115,19 +112,17 @@ WITH done AS (
                 'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
             WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
         )
-    WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked WHERE "cancel_requested"))
+    WHERE t."id" = ANY(ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT "id" FROM completed))
+      AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
+      AND t."state" = 'running' AND t."cancel_requested"
     RETURNING t."id"
-), completed AS (
-    DELETE FROM "skipjack"."slow"
-    WHERE "id" = ANY(ARRAY(SELECT "id" FROM locked WHERE NOT "cancel_requested"))
-    RETURNING "id"
 )
 SELECT "id" FROM completed
 UNION ALL
 SELECT "id" FROM cancelled
 `
 
-// Complete acknowledges the jobs that the given claims still own, locking them in id order. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
+// Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
 func (q *Queries) Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error) {
 	rows, err := q.db.Query(ctx, complete, ids, claims)
 	if err != nil {
