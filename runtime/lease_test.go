@@ -129,3 +129,67 @@ func TestLateAckAfterLostLease(t *testing.T) {
 		t.Errorf("the first attempt's late acknowledgement was written; logs:\n%s", logs)
 	}
 }
+
+// TestStaleBatchedAckFenced is TestLateAckAfterLostLease across two
+// workers: worker A's attempt loses its job to a rescuer and worker B
+// claims it again, so A's runtime cannot know and its batched
+// acknowledgement reaches the database with a stale claim token. The
+// statement's fencing alone must leave B's attempt running.
+func TestStaleBatchedAckFenced(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 8)
+	ctx := context.Background()
+	id, err := demo.Enqueue(ctx, pool, demo.Payload{N: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	startedA, releaseA := make(chan struct{}), make(chan struct{})
+	logsA := newLogs(t)
+	// PollOnly with an hour's interval: A claims once, at start, and
+	// never again, so the rescued job goes to B.
+	stopA := start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error {
+		close(startedA)
+		<-releaseA
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 1, PollOnly: true, PollInterval: time.Hour, Logger: logsA.logger()}))
+	<-startedA
+	first, _ := getJob(t, pool, "demo", id)
+
+	// What a rescuer does to a lapsed lease.
+	if _, err := pool.Exec(ctx, `UPDATE skipjack.demo SET state = 'pending', attempt = attempt - 1, rescues = rescues + 1, lease_expires_at = NULL WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	startedB, releaseB := make(chan struct{}), make(chan struct{})
+	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error {
+		close(startedB)
+		<-releaseB
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 1, PollInterval: 50 * time.Millisecond, Logger: quietLogger(t)}))
+	select {
+	case <-startedB:
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker B did not claim the rescued job")
+	}
+	second, _ := getJob(t, pool, "demo", id)
+	if second.Claim == first.Claim {
+		t.Fatalf("B's claim token %d equals A's", second.Claim)
+	}
+
+	// A's handler returns nil; stopping A flushes its acknowledgement.
+	close(releaseA)
+	stopA()
+	if !logsA.contains("WARN", "matched no running attempt") {
+		t.Errorf("A's stale acknowledgement was not reported as unmatched; logs:\n%s", logsA)
+	}
+	row, ok := getJob(t, pool, "demo", id)
+	if !ok || row.State != "running" || row.Claim != second.Claim {
+		t.Fatalf("after A's stale acknowledgement the job is %+v (exists %v), want still running as B's claim %d", row, ok, second.Claim)
+	}
+
+	close(releaseB)
+	waitFor(t, 10*time.Second, "B's attempt to be acknowledged", func() bool {
+		_, ok := getJob(t, pool, "demo", id)
+		return !ok
+	})
+}

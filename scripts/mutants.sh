@@ -40,6 +40,7 @@ mutants=(
   "prune-one-batch-per-run :: skipjackimpl/maintain.go :: s/if n < maintainBatch {/if true {/ :: TestPruneUnderLoad :: ."
   "prune-every-minute :: skipjackimpl/maintain.go :: s/every = min(every, max(keep\/2, minPruneEvery))/every = min(every, pruneEvery)/ :: TestPruneUnderLoad :: ."
   "prune-failed-walks-retained :: internal/testqueue/trim/internal/db/queries.sql.go :: /-- name: PruneFailed/,/FOR UPDATE SKIP LOCKED/s/\"finished_at\" < now() - \$1::interval/\"finished_at\" + \$1::interval < now()/ :: TestPruneUnderLoad :: ."
+  "ack-ignores-claim-token :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Complete :many/,/RETURNING t.\"id\"/s/AND t.\"claim\" = ((SELECT \"claims\" FROM owned) ->> t.\"id\"::text)::integer/AND t.\"claim\" > 0/ :: TestStaleBatchedAckFenced :: ."
   "control-statements-on-user-pool :: skipjackimpl/worker.go :: s/r.store = r.w.bind(control)/r.store = r.w.bind(r.w.pool)/ :: TestPoolExhaustedByHandlers :: ."
 )
 
