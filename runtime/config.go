@@ -19,7 +19,11 @@ type WorkerConfig struct {
 	// worker logs a warning at start when it is smaller.
 	Concurrency int
 	// BatchSize caps how many jobs one claim statement takes and how many
-	// acknowledgements one statement carries. Default 100.
+	// acknowledgements one statement carries. Default 200: a claim never
+	// takes more than the free capacity (2*Concurrency less the jobs
+	// held), so with the default Concurrency it lets an idle worker fill
+	// all of it in one statement; burn-down measured about 10% faster
+	// than with 100 (BENCHMARKS.md).
 	BatchSize int
 	// PollInterval is how often an idle worker looks for due jobs when no
 	// notification arrives (and the only wake-up of notify: false queues):

@@ -14,7 +14,7 @@ import (
 // Defaults of WorkerConfig's zero fields.
 const (
 	defaultConcurrency     = 100
-	defaultBatchSize       = 100
+	defaultBatchSize       = 200
 	defaultPollInterval    = time.Second
 	defaultAckDelay        = 25 * time.Millisecond
 	defaultShutdownTimeout = 20 * time.Second
