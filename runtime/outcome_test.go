@@ -154,7 +154,7 @@ func TestOutcomes(t *testing.T) {
 		handle: func(ctx context.Context, n int, job *fast.Job) error {
 			if n == 1 {
 				<-ctx.Done()
-				return ctx.Err()
+				return fmt.Errorf("%w (is DeadlineExceeded: %v)", ctx.Err(), errors.Is(ctx.Err(), context.DeadlineExceeded))
 			}
 			return nil
 		},
@@ -162,6 +162,9 @@ func TestOutcomes(t *testing.T) {
 		check: func(t *testing.T, calls []call, _ jobRow, _ *logs) {
 			if d := calls[0].deadline; d <= 0 || d > 500*time.Millisecond {
 				t.Errorf("handler deadline %v away, want within the queue's 500ms timeout", d)
+			}
+			if e := calls[1].errors; len(e) != 1 || !strings.Contains(e[0].Error, "is DeadlineExceeded: true") {
+				t.Errorf("errors after timeout = %+v, want the handler's ctx.Err() to be context.DeadlineExceeded", e)
 			}
 			if e := calls[1].errors; len(e) != 1 || !strings.Contains(e[0].Error, "overran its 500ms timeout") {
 				t.Errorf("errors after timeout = %+v, want one about the 500ms timeout", e)

@@ -27,6 +27,9 @@ type fakeStore struct {
 	block         chan struct{} // when non-nil, Complete waits for it to close
 	completeCall  chan struct{} // signalled on every Complete call
 	lostIDs       map[int64]bool
+	payload       []byte // what Claim returns as every job's payload; {} when nil
+	acked         int    // jobs acknowledged
+	discardAcks   bool   // count acknowledgements without recording their ids
 }
 
 func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
@@ -34,8 +37,12 @@ func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ strin
 	defer f.mu.Unlock()
 	n := min(limit, len(f.pending))
 	rows := make([]ClaimedRow, n)
+	payload := f.payload
+	if payload == nil {
+		payload = []byte(`{}`)
+	}
 	for i, id := range f.pending[:n] {
-		rows[i] = ClaimedRow{ID: id, Attempt: 1, Claim: 1, MaxAttempts: 3, Payload: []byte(`{}`), Errors: []byte(`[]`)}
+		rows[i] = ClaimedRow{ID: id, Attempt: 1, Claim: 1, MaxAttempts: 3, Payload: payload, Errors: []byte(`[]`)}
 	}
 	f.pending = f.pending[n:]
 	f.claims += n
@@ -62,7 +69,10 @@ func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32) ([]int
 		f.failCompletes--
 		return nil, errors.New("connection reset")
 	}
-	f.completes = append(f.completes, slices.Clone(ids))
+	f.acked += len(ids)
+	if !f.discardAcks {
+		f.completes = append(f.completes, slices.Clone(ids))
+	}
 	return ids, nil
 }
 
@@ -128,7 +138,7 @@ func (f *fakeStore) completed() []int64 {
 
 // lazyPool returns a pool that never connects: the fake store runs every
 // statement, and the queue has no NOTIFY channel.
-func lazyPool(t *testing.T) *pgxpool.Pool {
+func lazyPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none?pool_max_conns=200")
 	if err != nil {

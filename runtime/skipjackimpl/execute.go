@@ -60,11 +60,24 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	}
 
 	ctx = r.jobStart(ctx, job)
-	hctx, cancel := context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
+	var hctx context.Context
+	cancel := func() {}
+	if r.timeouts != nil {
+		// The run's timeout list cancels ctx at e.deadline, which started
+		// set, on this goroutine, from e.startedAt.
+		e.attemptCtx = attemptContext{Context: ctx, deadline: e.deadline}
+		hctx = &e.attemptCtx
+	} else {
+		hctx, cancel = context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
+	}
 	start := time.Now()
 	err := r.call(hctx, job)
 	took := time.Since(start)
-	timedOut := overran(err, context.Cause(hctx), took, r.spec.Timeout)
+	ran := took // measured as the deadline is
+	if r.timeouts != nil {
+		ran = time.Since(e.startedAt)
+	}
+	timedOut := overran(err, context.Cause(hctx), ran, r.spec.Timeout)
 	cancel()
 	e.cancel(nil)
 
@@ -140,6 +153,7 @@ func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
 func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	r.mu.Lock()
 	r.inflight--
+	r.stopTimeoutLocked(e)
 	e.cancel = nil
 	switch {
 	case e.lost:

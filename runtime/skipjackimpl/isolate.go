@@ -225,6 +225,9 @@ func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 func (r *runner[T]) started(e *entry[T]) {
 	r.mu.Lock()
 	e.startedAt = time.Now()
+	if r.timeouts != nil {
+		r.startTimeoutLocked(e, e.startedAt)
+	}
 	r.mu.Unlock()
 }
 

@@ -145,6 +145,7 @@ type runner[T any] struct {
 	stopHandlers chan struct{}   // closed when no job starts any more
 	handlerCtx   context.Context // parent of handler contexts
 	claims       sync.WaitGroup  // claim statements in flight
+	timeouts     *timeoutList[T] // running attempts by deadline; nil: a timer per attempt (RunJob)
 }
 
 // entry is one claimed job.
@@ -158,6 +159,12 @@ type entry[T any] struct {
 	lost      bool                    // the lease was lost; drop everything
 	settling  bool                    // inside an ack, resolve or release statement
 	res       Resolution              // the outcome when it is not completion
+
+	// The timeout list (timeout.go), guarded by r.mu.
+	deadline     time.Time // when the running handler's attempt times out
+	timed        bool      // linked in r.timeouts
+	tprev, tnext *entry[T] // neighbours in r.timeouts
+	attemptCtx   attemptContext
 }
 
 func newRunner[T any](w *Worker[T]) *runner[T] {
@@ -179,6 +186,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		poke:         make(chan struct{}, 1),
 		kick:         make(chan struct{}, 1),
 		stopHandlers: make(chan struct{}),
+		timeouts:     &timeoutList[T]{wake: make(chan struct{}, 1)},
 	}
 }
 
@@ -220,6 +228,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	stopBackground := make(chan struct{})
 	background.Go(func() { r.heartbeatLoop(stopBackground) })
 	background.Go(func() { r.leaseWatchLoop(stopBackground) })
+	background.Go(func() { r.timeoutLoop(stopBackground) })
 	background.Go(func() { r.maintainLoop(stopBackground) })
 	if len(r.spec.Schedules) > 0 && r.w.slots != nil {
 		background.Go(func() { r.scheduleLoop(stopBackground) })

@@ -1,0 +1,64 @@
+package skipjackimpl
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+)
+
+// TestTimeoutListCancelsEachAtItsDeadline runs three handlers that wait for
+// their contexts with two slots and a 200ms timeout: the first two start
+// together, the third when one of them ends, about 200ms later. Each must
+// be cancelled 200ms after its own start (not at the first deadline, and
+// not never), report that deadline, fail with context.DeadlineExceeded and
+// carry the timeout as its cause.
+func TestTimeoutListCancelsEachAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	type seen struct {
+		waited, deadlineIn time.Duration
+		err, cause         error
+	}
+	var mu sync.Mutex
+	var calls []seen
+	f := &fakeStore{pending: ids(3)}
+	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second, Timeout: timeout, BackoffMin: time.Hour},
+		skipjack.WorkerConfig{Concurrency: 2},
+		func(ctx context.Context, _ *skipjack.Job[struct{}]) error {
+			start := time.Now()
+			d, _ := ctx.Deadline()
+			<-ctx.Done()
+			mu.Lock()
+			calls = append(calls, seen{waited: time.Since(start), deadlineIn: d.Sub(start), err: ctx.Err(), cause: context.Cause(ctx)})
+			mu.Unlock()
+			return ctx.Err()
+		})
+	waitFor(t, "three timed-out attempts to be resolved", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.resolves) == 3
+	})
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, c := range calls {
+		if c.waited < timeout-10*time.Millisecond || c.waited > timeout+150*time.Millisecond {
+			t.Errorf("handler %d was cancelled %v after it started, want about %v", i, c.waited, timeout)
+		}
+		if c.deadlineIn <= 0 || c.deadlineIn > timeout {
+			t.Errorf("handler %d saw its deadline %v after its start, want within %v", i, c.deadlineIn, timeout)
+		}
+		if !errors.Is(c.err, context.DeadlineExceeded) || c.cause != errTimeout {
+			t.Errorf("handler %d: ctx.Err() = %v, cause %v; want context.DeadlineExceeded caused by the timeout", i, c.err, c.cause)
+		}
+	}
+	for _, r := range f.resolves {
+		if r.Outcome != OutcomeRetry {
+			t.Errorf("timed-out attempt resolved as %+v, want a retry", r)
+		}
+	}
+}
