@@ -41,7 +41,7 @@ mutants=(
   "prune-every-minute :: skipjackimpl/maintain.go :: s/every = min(every, max(keep\/2, minPruneEvery))/every = min(every, pruneEvery)/ :: TestPruneUnderLoad :: ."
   "prune-failed-walks-retained :: internal/testqueue/trim/internal/db/queries.sql.go :: /-- name: PruneFailed/,/FOR UPDATE SKIP LOCKED/s/\"finished_at\" < now() - \$1::interval/\"finished_at\" + \$1::interval < now()/ :: TestPruneUnderLoad :: ."
   "ack-ignores-claim-token :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Complete :many/,/RETURNING t.\"id\"/s/AND t.\"claim\" = ((SELECT \"claims\" FROM owned) ->> t.\"id\"::text)::integer/AND t.\"claim\" > 0/ :: TestStaleBatchedAckFenced :: ."
-  "timeout-list-never-fires :: skipjackimpl/timeout.go :: s/for l.head != nil \&\& !l.head.deadline.After(now) {/for l.head != nil \&\& false {/ :: TestTimeoutListCancelsEachAtItsDeadline :: ./skipjackimpl"
+  "timeout-list-never-fires :: skipjackimpl/timeout.go :: s/for l.head != nil \&\& !r.deadline(l.head).After(now) {/for l.head != nil \&\& false {/ :: TestTimeoutListCancelsEachAtItsDeadline :: ./skipjackimpl"
   "timeout-list-not-rearmed :: skipjackimpl/timeout.go :: s/^\t\tcase <-r.timeouts.wake:$/\t\tcase <-make(chan struct{}):/ :: TestTimeoutListCancelsEachAtItsDeadline :: ./skipjackimpl"
   "timeout-reported-as-cancel :: skipjackimpl/timeout.go :: s/return context.DeadlineExceeded/return err/ :: TestTimeoutListCancelsEachAtItsDeadline :: ./skipjackimpl"
   "control-statements-on-user-pool :: skipjackimpl/worker.go :: s/r.store = r.w.bind(control)/r.store = r.w.bind(r.w.pool)/ :: TestPoolExhaustedByHandlers :: ."

@@ -63,9 +63,9 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	var hctx context.Context
 	cancel := func() {}
 	if r.timeouts != nil {
-		// The run's timeout list cancels ctx at e.deadline, which started
-		// set, on this goroutine, from e.startedAt.
-		e.attemptCtx = attemptContext{Context: ctx, deadline: e.deadline}
+		// The run's timeout list cancels ctx at this deadline; started
+		// set e.startedAt on this goroutine.
+		e.attemptCtx = attemptContext{Context: ctx, deadline: r.deadline(e)}
 		hctx = &e.attemptCtx
 	} else {
 		hctx, cancel = context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)

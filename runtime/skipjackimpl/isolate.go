@@ -226,7 +226,7 @@ func (r *runner[T]) started(e *entry[T]) {
 	r.mu.Lock()
 	e.startedAt = time.Now()
 	if r.timeouts != nil {
-		r.startTimeoutLocked(e, e.startedAt)
+		r.startTimeoutLocked(e)
 	}
 	r.mu.Unlock()
 }

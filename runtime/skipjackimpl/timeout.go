@@ -49,11 +49,16 @@ type timeoutList[T any] struct {
 	wake       chan struct{} // the list was empty and got an attempt
 }
 
-// startTimeoutLocked links e, whose handler starts now, at the tail of the
-// list with its deadline. r.mu is held.
-func (r *runner[T]) startTimeoutLocked(e *entry[T], now time.Time) {
+// deadline returns when the attempt of e, whose handler started at
+// e.startedAt, times out.
+func (r *runner[T]) deadline(e *entry[T]) time.Time {
+	return e.startedAt.Add(r.spec.Timeout)
+}
+
+// startTimeoutLocked links e, whose handler just started (e.startedAt), at
+// the tail of the list. r.mu is held.
+func (r *runner[T]) startTimeoutLocked(e *entry[T]) {
 	l := r.timeouts
-	e.deadline = now.Add(r.spec.Timeout)
 	e.timed = true
 	e.tnext = nil
 	e.tprev = l.tail
@@ -112,7 +117,7 @@ func (r *runner[T]) expireTimeouts(now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.timeouts
-	for l.head != nil && !l.head.deadline.After(now) {
+	for l.head != nil && !r.deadline(l.head).After(now) {
 		e := l.head
 		r.stopTimeoutLocked(e)
 		if e.cancel != nil {
@@ -122,5 +127,5 @@ func (r *runner[T]) expireTimeouts(now time.Time) time.Duration {
 	if l.head == nil {
 		return 0
 	}
-	return l.head.deadline.Sub(now)
+	return r.deadline(l.head).Sub(now)
 }

@@ -161,7 +161,6 @@ type entry[T any] struct {
 	res       Resolution              // the outcome when it is not completion
 
 	// The timeout list (timeout.go), guarded by r.mu.
-	deadline     time.Time // when the running handler's attempt times out
 	timed        bool      // linked in r.timeouts
 	tprev, tnext *entry[T] // neighbours in r.timeouts
 	attemptCtx   attemptContext
