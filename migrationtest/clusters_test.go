@@ -295,16 +295,15 @@ func TestQueuesOnSeparateClusters(t *testing.T) {
 	}
 }
 
-// goCommand runs the go command in dir with the environment the CLI's own
-// go builds get (no go.work, go.sum completed as needed) plus env, fails
-// the test unless it succeeds, and returns its standard output.
+// goCommand runs the go command in dir with projectEnv(env...), fails the
+// test unless it succeeds, and returns its standard output.
 func goCommand(t *testing.T, dir string, env []string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "DATABASE_URL="), env...)
+	cmd.Env = projectEnv(env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

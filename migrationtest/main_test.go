@@ -113,8 +113,7 @@ func (p *project) skipjack(env []string, args ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, skipjackBin, args...)
 	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "DATABASE_URL=")
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = projectEnv(env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -157,14 +156,14 @@ func (p *project) ok(args ...string) result {
 func (p *project) generate() {
 	p.t.Helper()
 	p.ok("generate")
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "mod", "tidy")
-	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		p.t.Fatalf("go mod tidy: %v\n%s", err, out)
-	}
+	goCommand(p.t, p.dir, nil, "mod", "tidy")
+}
+
+// projectEnv is the environment of every command a test runs in a
+// generated project, plus env: no go.work, go.mod and go.sum completed as
+// needed, and no DATABASE_URL from the test's own environment.
+func projectEnv(env ...string) []string {
+	return append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "DATABASE_URL="), env...)
 }
 
 // connect opens a connection to dbURL, closed when the test ends.
