@@ -75,9 +75,7 @@ func NewCluster(t testing.TB) *Cluster {
 	}
 	t.Cleanup(func() { releasePort(lc.port) })
 	lc.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", lc.port)
-	if err := waitReady(lc.url, time.Minute); err != nil {
-		t.Fatalf("skipjacktest: cluster started but does not accept connections: %v\n%s", err, lc.logTail())
-	}
+	lc.requireReady(t, "started")
 	return &Cluster{lc: lc}
 }
 
@@ -107,9 +105,7 @@ func (c *Cluster) Restart(t testing.TB) {
 	if err := c.lc.restart(); err != nil {
 		t.Fatalf("skipjacktest: restart cluster: %v", err)
 	}
-	if err := waitReady(c.lc.url, time.Minute); err != nil {
-		t.Fatalf("skipjacktest: cluster restarted but does not accept connections: %v\n%s", err, c.lc.logTail())
-	}
+	c.lc.requireReady(t, "restarted")
 }
 
 // Stop shuts the server down (pg_ctl stop -m fast) and returns once it has
@@ -137,8 +133,15 @@ func (c *Cluster) Start(t testing.TB) {
 	if err := c.lc.start(); err != nil {
 		t.Fatalf("skipjacktest: start cluster: %v", err)
 	}
-	if err := waitReady(c.lc.url, time.Minute); err != nil {
-		t.Fatalf("skipjacktest: cluster started but does not accept connections: %v\n%s", err, c.lc.logTail())
+	c.lc.requireReady(t, "started")
+}
+
+// requireReady fails t unless the cluster, which pg_ctl just reported as
+// started or restarted (what), accepts connections within a minute.
+func (c *localCluster) requireReady(t testing.TB, what string) {
+	t.Helper()
+	if err := waitReady(c.url, time.Minute); err != nil {
+		t.Fatalf("skipjacktest: cluster %s but does not accept connections: %v\n%s", what, err, c.logTail())
 	}
 }
 
