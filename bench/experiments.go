@@ -261,34 +261,24 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		}
 	}()
 	for range n {
-		cmd := exec.CommandContext(ctx, exe, "-child", s.name, "-child-dsn", dsn,
+		c, err := startChild(ctx, exe, s.name, dsn, b.o.verbose,
 			"-tuned-concurrency", strconv.Itoa(b.o.tunedConcurrency),
 			"-tuned-batch", strconv.Itoa(b.o.tunedBatch),
-			"-skipjack-conns", strconv.Itoa(int(b.o.skipjackConns)),
-			"-v="+strconv.FormatBool(b.o.verbose))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
+			"-skipjack-conns", strconv.Itoa(int(b.o.skipjackConns)))
 		if err != nil {
-			return 0, fmt.Errorf("child stdin: %w", err)
+			return 0, err
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return 0, fmt.Errorf("child stdout: %w", err)
-		}
-		if err := cmd.Start(); err != nil {
-			return 0, fmt.Errorf("start child: %w", err)
-		}
-		stdins = append(stdins, stdin)
-		line, err := bufio.NewReader(stdout).ReadString('\n')
+		stdins = append(stdins, c.stdin)
+		readyErr := c.awaitReady()
 		go func() {
-			err := cmd.Wait()
+			err := c.cmd.Wait()
 			if err == nil {
 				err = errors.New("exited")
 			}
 			exited <- fmt.Errorf("worker process: %w", err)
 		}()
-		if err != nil || line != "ready\n" {
-			return 0, fmt.Errorf("child did not get ready: %q %v", line, err)
+		if readyErr != nil {
+			return 0, readyErr
 		}
 	}
 	start := time.Now()
@@ -302,6 +292,44 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		return 0, err
 	}
 	return float64(b.o.jobs) / took.Seconds(), nil
+}
+
+// benchChild is a process of this binary started with -child: a worker
+// process of the processes experiment or the idle experiment's workers.
+type benchChild struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser // closing it stops the child
+	out   *bufio.Reader  // the child's standard output
+}
+
+// startChild starts exe as the child named name (-child) on the database
+// dsn, with the extra flags args, its standard error passed through. The
+// caller reads its first line with awaitReady before calling cmd.Wait.
+func startChild(ctx context.Context, exe, name, dsn string, verbose bool, args ...string) (*benchChild, error) {
+	args = append([]string{"-child", name, "-child-dsn", dsn}, args...)
+	cmd := exec.CommandContext(ctx, exe, append(args, "-v="+strconv.FormatBool(verbose))...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("child stdin: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("child stdout: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start child: %w", err)
+	}
+	return &benchChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}, nil
+}
+
+// awaitReady reads the child's first line and returns an error unless it
+// is "ready".
+func (c *benchChild) awaitReady() error {
+	if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
+		return fmt.Errorf("child did not get ready: %q %v", line, err)
+	}
+	return nil
 }
 
 // runChild is a worker process of the processes experiment: it connects,

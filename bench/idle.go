@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -169,22 +168,12 @@ func (b *bench) idleRun(ctx context.Context, exe string, s idleSystem, dsn strin
 		}
 	}
 
-	cmd := exec.CommandContext(ctx, exe, "-child", s.child, "-child-dsn", dsn,
-		"-idle", strconv.Itoa(b.o.idle), "-v="+strconv.FormatBool(b.o.verbose))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	c, err := startChild(ctx, exe, s.child, dsn, b.o.verbose, "-idle", strconv.Itoa(b.o.idle))
 	if err != nil {
-		return res, fmt.Errorf("child stdin: %w", err)
+		return res, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return res, fmt.Errorf("child stdout: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start child: %w", err)
-	}
+	cmd, stdin, out := c.cmd, c.stdin, c.out
 	exited := make(chan error, 1)
-	out := bufio.NewReader(stdout)
 	defer func() {
 		_ = stdin.Close()
 		select {
@@ -193,9 +182,9 @@ func (b *bench) idleRun(ctx context.Context, exe string, s idleSystem, dsn strin
 			_ = cmd.Process.Kill()
 		}
 	}()
-	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+	if err := c.awaitReady(); err != nil {
 		go func() { exited <- cmd.Wait() }()
-		return res, fmt.Errorf("child did not get ready: %q %v", line, err)
+		return res, err
 	}
 	// ask returns the child's statement count and goroutines.
 	ask := func() (int64, int, error) {
