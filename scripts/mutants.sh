@@ -30,6 +30,8 @@ mutants=(
   "shutdown-cancels-at-once :: skipjackimpl/worker.go :: s/t := time.NewTimer(time.Until(deadline))/t := time.NewTimer(0)/ :: TestShutdown$|TestShutdownTimeoutFromCancellation :: ."
   "shutdown-clock-after-claims :: skipjackimpl/worker.go :: s/^\tdeadline := time.Now().Add(r.cfg.ShutdownTimeout)$/\tr.claims.Wait()\n\tdeadline := time.Now().Add(r.cfg.ShutdownTimeout)/ :: TestShutdownClockStartsAtCancellation :: ."
   "shutdown-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil && errors.Is(context.Cause(hctx), errShutdown):/case false:/ :: TestShutdownTimeoutFromCancellation :: ."
+  "shutdown-never-cancels-handlers :: skipjackimpl/worker.go :: s/^\t\t\te.cancel(cause)$/\t\t\t_ = cause/ :: TestShutdownTimeoutFromCancellation :: ."
+  "handler-stop-not-passed-on :: skipjackimpl/execute.go :: s/^\t\t\tsignal(r.avail)$/\t\t\t_ = 0/ :: TestNoGoroutineLeft :: ."
   "shutdown-waits-for-stuck-handlers :: skipjackimpl/worker.go :: s/^\tt.Reset(grace)$/\tt.Reset(time.Hour)/ :: TestShutdownStuckHandler :: ."
   "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
   "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestPoisonJobCrashLoop :: ."

@@ -13,13 +13,16 @@ import (
 // queue's timeout.
 var errTimeout = errors.New("skipjack: handler timeout")
 
-// handlerLoop is one of the Concurrency handler goroutines.
+// handlerLoop is one of the Concurrency handler goroutines. It waits on
+// r.avail alone (a plain receive costs far less than a select over two
+// channels, once per job); shutdown wakes it with a token there, which
+// every handler that returns passes on to the next.
 func (r *runner[T]) handlerLoop() {
 	for {
-		select {
-		case <-r.stopHandlers:
+		<-r.avail
+		if r.stopping.Load() {
+			signal(r.avail)
 			return
-		case <-r.avail:
 		}
 		if e, ctx := r.pop(); e != nil {
 			r.admit(ctx, e)
@@ -43,8 +46,17 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 		signal(r.slotFreed)
 		return nil, nil
 	}
-	ctx, cancel := context.WithCancelCause(r.handlerCtx)
+	// The parent cannot be cancelled, so the job's context is not
+	// registered in it (a shared lock and map per job); shutdown cancels
+	// running jobs one by one instead (cancelRunning).
+	ctx, cancel := context.WithCancelCause(r.handlerBase)
 	e.cancel = cancel
+	if e.row.Rescues < suspectRescues {
+		// An ordinary job starts now (admit), so it is recorded as
+		// started under this lock rather than taking it again; a suspect
+		// starts after its isolation wait.
+		r.startedLocked(e)
+	}
 	return e, ctx
 }
 

@@ -165,7 +165,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	for i := range rows {
 		e := &entries[i]
 		e.row = rows[i]
-		e.job = newJob[T](&e.row)
+		newJob(e)
 		e.decodeErr = r.decode(e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()

@@ -196,8 +196,7 @@ func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 			return
 		}
 		defer r.iso.exit()
-		r.started(e)
-		r.execute(ctx, e)
+		r.execute(ctx, e) // pop recorded it as started
 		return
 	}
 	// It stops waiting when its lease is lost, the job is cancelled or
@@ -224,11 +223,16 @@ func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 // started records that e's handler starts now.
 func (r *runner[T]) started(e *entry[T]) {
 	r.mu.Lock()
+	r.startedLocked(e)
+	r.mu.Unlock()
+}
+
+// startedLocked records that e's handler starts now; r.mu must be held.
+func (r *runner[T]) startedLocked(e *entry[T]) {
 	e.startedAt = time.Now()
 	if r.timeouts != nil {
 		r.startTimeoutLocked(e)
 	}
-	r.mu.Unlock()
 }
 
 // giveBack releases a popped job whose handler did not start: it is

@@ -54,7 +54,7 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	if e.row.MaxAttempts <= 0 {
 		e.row.MaxAttempts = 25
 	}
-	e.job = newJob[P](&e.row)
+	newJob(e)
 	if err := json.Unmarshal(e.row.Payload, &e.job.Payload); err != nil {
 		e.decodeErr = fmt.Errorf("decode payload: %w", err)
 	}

@@ -143,7 +143,8 @@ type runner[T any] struct {
 	kick         chan struct{}   // wakes the flusher
 	wake         <-chan struct{} // notifications; nil when polling only
 	stopHandlers chan struct{}   // closed when no job starts any more
-	handlerCtx   context.Context // parent of handler contexts
+	stopping     atomic.Bool     // set with stopped: handler goroutines return
+	handlerBase  context.Context // parent of handler contexts: Run's values, never cancelled
 	claims       sync.WaitGroup  // claim statements in flight
 	timeouts     *timeoutList[T] // running attempts by deadline; nil: a timer per attempt (RunJob)
 }
@@ -151,7 +152,8 @@ type runner[T any] struct {
 // entry is one claimed job.
 type entry[T any] struct {
 	row       ClaimedRow
-	job       *skipjack.Job[T]        // the handler's view, built and decoded at claim
+	job       *skipjack.Job[T]        // the handler's view (&jobv), built and decoded at claim
+	jobv      skipjack.Job[T]         // job's storage: entries are allocated per claim, so this saves an allocation per job
 	decodeErr error                   // the payload did not decode into T
 	cancel    context.CancelCauseFunc // cancels the running handler
 	renewedAt time.Time               // when the last claim or heartbeat that extended the lease started
@@ -208,9 +210,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	iso, leave := joinIsolation(r.w.pool, r)
 	defer leave()
 	r.iso = iso
-	handlerCtx, cancelHandlers := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelHandlers(nil)
-	r.handlerCtx = handlerCtx
+	r.handlerBase = context.WithoutCancel(ctx)
 
 	unsubscribe := func() {}
 	if r.spec.Channel != "" && !r.cfg.PollOnly {
@@ -243,7 +243,8 @@ func (r *runner[T]) run(ctx context.Context) error {
 	queued := r.stop()
 	release.Go(func() { r.releaseQueued(queued) })
 	close(r.stopHandlers)
-	stuck := r.waitHandlers(&handlers, deadline, cancelHandlers)
+	signal(r.avail) // handlerLoop passes it on
+	stuck := r.waitHandlers(&handlers, deadline)
 	release.Wait()
 	r.claims.Wait()
 	close(final)
@@ -281,6 +282,7 @@ func (r *runner[T]) stop() []*entry[T] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
+	r.stopping.Store(true)
 	return r.takeQueuedLocked()
 }
 
@@ -304,7 +306,7 @@ func (r *runner[T]) takeQueuedLocked() []*entry[T] {
 // deadline with cause errShutdown, and then waiting at most shutdownGrace
 // more. It returns the ids of the jobs whose handlers are still running
 // then (they ignore their context); their goroutines are left behind.
-func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time, cancel context.CancelCauseFunc) []int64 {
+func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time) []int64 {
 	done := make(chan struct{})
 	go func() {
 		handlers.Wait()
@@ -318,7 +320,7 @@ func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time, c
 	case <-t.C:
 	}
 	r.log.Warn("skipjack: shutdown timeout passed; cancelling running handlers and releasing their jobs", "shutdown_timeout", r.cfg.ShutdownTimeout)
-	cancel(errShutdown)
+	r.cancelRunning(errShutdown)
 	grace := shutdownGrace(r.cfg.ShutdownTimeout)
 	t.Reset(grace)
 	select {
@@ -337,6 +339,17 @@ func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time, c
 	slices.Sort(stuck)
 	r.log.Error("skipjack: handlers ignored their cancelled contexts; returning without them", "jobs", stuck, "grace", grace)
 	return stuck
+}
+
+// cancelRunning cancels the context of every running handler with cause.
+func (r *runner[T]) cancelRunning(cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.held {
+		if e.cancel != nil {
+			e.cancel(cause)
+		}
+	}
 }
 
 // releaseQueued makes prefetched jobs pending again for other workers.
@@ -389,9 +402,12 @@ func idsAndClaims[T any](es []*entry[T]) ([]int64, []int32) {
 	return ids, claims
 }
 
-// newJob builds the handler's view of a claimed row, without its payload.
-func newJob[T any](row *ClaimedRow) *skipjack.Job[T] {
-	j := &skipjack.Job[T]{
+// newJob builds the handler's view of a claimed row, without its payload,
+// in e itself (one allocation per claim, not per job), and points e.job at
+// it.
+func newJob[T any](e *entry[T]) {
+	row := &e.row
+	e.jobv = skipjack.Job[T]{
 		ID:          row.ID,
 		Attempt:     int(row.Attempt),
 		MaxAttempts: int(row.MaxAttempts),
@@ -401,7 +417,7 @@ func newJob[T any](row *ClaimedRow) *skipjack.Job[T] {
 		Rescues:     int(row.Rescues),
 		Claim:       row.Claim,
 	}
-	j.Errors = decodeErrors(row.Errors)
-	j.Trace = decodeTrace(row.Trace)
-	return j
+	e.jobv.Errors = decodeErrors(row.Errors)
+	e.jobv.Trace = decodeTrace(row.Trace)
+	e.job = &e.jobv
 }
