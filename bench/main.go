@@ -328,6 +328,8 @@ func (b *bench) withDB(ctx context.Context, sys system, phase string, f func(dsn
 type row struct {
 	sys           system
 	enqueue, burn []float64
+	workerCPU     []float64 // µs per job during the burn-down, this process
+	serverCPU     []float64 // µs per job during the burn-down, the rest of the machine
 	p50, p95, p99 []float64 // milliseconds
 	errs          []error
 	samples       int
@@ -354,7 +356,10 @@ func (b *bench) mainTable(ctx context.Context, systems []system) []*row {
 				}
 				rw.enqueue = append(rw.enqueue, res.enqueue)
 				rw.burn = append(rw.burn, res.burn)
-				b.logf("run %d %s: enqueue %.0f/s burn-down %.0f/s", r+1, s.name, res.enqueue, res.burn)
+				rw.workerCPU = append(rw.workerCPU, res.workerCPU)
+				rw.serverCPU = append(rw.serverCPU, res.serverCPU)
+				b.logf("run %d %s: enqueue %.0f/s burn-down %.0f/s, CPU per job %.1f µs worker, %.1f µs server",
+					r+1, s.name, res.enqueue, res.burn, res.workerCPU, res.serverCPU)
 				return nil
 			})
 			if err != nil {

@@ -12,8 +12,8 @@ func printTable(out io.Writer, o options, rows []*row) {
 		o.jobs, o.batch, o.rate, o.latency, o.warmup, o.runs)
 	ref := find(rows, "river-tuned")
 	def := find(rows, "river-default")
-	fmt.Fprintln(out, "| system | retention | enqueue jobs/s | ×River tuned | burn-down jobs/s | ×River tuned | ×River default | p50 ms | p95 ms | p99 ms | p99 ×River tuned |")
-	fmt.Fprintln(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(out, "| system | retention | enqueue jobs/s | ×River tuned | burn-down jobs/s | ×River tuned | ×River default | worker CPU µs/job | server CPU µs/job | p50 ms | p95 ms | p99 ms | p99 ×River tuned |")
+	fmt.Fprintln(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
 		enq, burn := median(r.enqueue), median(r.burn)
 		p50, p95, p99 := median(r.p50), median(r.p95), median(r.p99)
@@ -21,11 +21,12 @@ func printTable(out io.Writer, o options, rows []*row) {
 		if len(r.errs) > 0 {
 			name += fmt.Sprintf(" (%d failed)", len(r.errs))
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			name, r.sys.retention,
 			num(enq), ratio(enq, ref, func(r *row) []float64 { return r.enqueue }),
 			num(burn), ratio(burn, ref, func(r *row) []float64 { return r.burn }),
 			ratio(burn, def, func(r *row) []float64 { return r.burn }),
+			us(median(r.workerCPU)), us(median(r.serverCPU)),
 			ms(p50), ms(p95), ms(p99),
 			ratio(p99, ref, func(r *row) []float64 { return r.p99 }))
 	}
@@ -47,6 +48,13 @@ func num(v float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+func us(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func ms(v float64) string {

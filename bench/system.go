@@ -64,6 +64,9 @@ type throughput struct {
 	enqueue float64 // jobs/s with the bulk API
 	burn    float64 // jobs/s from starting the workers until no job is left
 	claimMS float64 // mean claim statement time, ms (0 when unknown)
+	// CPU microseconds per job during the burn-down: this process (the
+	// workers) and the rest of the machine (mostly the server).
+	workerCPU, serverCPU float64
 }
 
 // measureThroughput bulk-enqueues n jobs in batches, then starts the workers
@@ -93,11 +96,18 @@ func measureThroughput(ctx context.Context, sys system, dsn string, n, batch int
 	}
 	res.enqueue = float64(n) / took.Seconds()
 
+	cpu, err := startCPU()
+	if err != nil {
+		return res, err
+	}
 	burn, err := burnDown(ctx, q, n, timeout)
 	if err != nil {
 		return res, err
 	}
 	res.burn = float64(n) / burn.Seconds()
+	if res.workerCPU, res.serverCPU, err = cpu.perJob(n); err != nil {
+		return res, err
+	}
 	if c, t, ok := q.claimStats(); ok && c > 0 {
 		res.claimMS = float64(t.Microseconds()) / 1000 / float64(c)
 	}
