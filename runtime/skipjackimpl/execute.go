@@ -162,11 +162,17 @@ func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
 // acknowledgement when completed, a resolution otherwise. Results of jobs
 // whose lease was lost are dropped, and jobs acknowledged by CompleteTx are
 // not acknowledged again.
+//
+// It wakes the fetcher and the flusher only when they have something new
+// to do, not once per job: the fetcher when the capacity this frees makes
+// a claim worth its statement (see reserve), the flusher when the first
+// result arrives (it then arms its AckDelay timer) or a batch is full.
 func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	r.mu.Lock()
 	r.inflight--
 	r.stopTimeoutLocked(e)
 	e.cancel = nil
+	results := -1 // unflushed results after this one, when it is one
 	switch {
 	case e.lost:
 	case ackedInTx(e.job, true) && completed:
@@ -182,8 +188,14 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 			e.res = res
 			r.resolves = append(r.resolves, e)
 		}
+		results = len(r.acks) + len(r.resolves)
 	}
+	claimable := r.inflight == 0 || r.maxHeld-r.inflight == r.minClaim
 	r.mu.Unlock()
-	signal(r.slotFreed)
-	signal(r.kick)
+	if claimable {
+		signal(r.slotFreed)
+	}
+	if results == 1 || results == r.cfg.BatchSize {
+		signal(r.kick)
+	}
 }
