@@ -11,8 +11,8 @@ import (
 // process (the workers of every in-process system run here) and by the
 // rest of the machine, which during a burn-down is mostly the PostgreSQL
 // server (other sessions' load shows up there too, so compare it between
-// systems of one run). Unlike jobs/s, CPU per job hardly moves with
-// machine noise, which makes it the figure to compare small changes with.
+// systems of one run). It tells which of the two processes a cost, or a
+// change in it, belongs to.
 type cpuMeter struct {
 	self, machine float64 // seconds at the start
 }

@@ -17,8 +17,9 @@ import (
 // handler does nothing. It reports ns, bytes and allocations per job, so
 // changes to the per-job path can be compared exactly (allocations) and
 // with less noise than a burn-down against Postgres; cpu-ns/job (the
-// process's user and system time, every core) moves less with other load
-// on the machine than ns/job (elapsed). Run it with
+// process's user and system time, every core) counts the work, where
+// ns/job (elapsed) also depends on how much of the machine the benchmark
+// got. Run it with
 //
 //	go test -run '^$' -bench Engine -benchtime 1x -count 5 ./skipjackimpl
 func BenchmarkEngine(b *testing.B) {
