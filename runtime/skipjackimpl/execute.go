@@ -13,16 +13,19 @@ import (
 // queue's timeout.
 var errTimeout = errors.New("skipjack: handler timeout")
 
-// handlerLoop is one of the Concurrency handler goroutines. It waits on
+// handlerLoop is one of the Concurrency handler goroutines. It blocks on
 // r.avail alone (a plain receive costs far less than a select over two
-// channels, once per job); shutdown wakes it with a token there, which
-// every handler that returns passes on to the next.
+// channels, once per job) and then checks stopHandlers without blocking;
+// shutdown closes stopHandlers and wakes one handler with a token on
+// r.avail, which every handler that returns passes on to the next.
 func (r *runner[T]) handlerLoop() {
 	for {
 		<-r.avail
-		if r.stopping.Load() {
+		select {
+		case <-r.stopHandlers:
 			signal(r.avail)
 			return
+		default:
 		}
 		if e, ctx := r.pop(); e != nil {
 			r.admit(ctx, e)

@@ -143,7 +143,6 @@ type runner[T any] struct {
 	kick         chan struct{}   // wakes the flusher
 	wake         <-chan struct{} // notifications; nil when polling only
 	stopHandlers chan struct{}   // closed when no job starts any more
-	stopping     atomic.Bool     // set with stopped: handler goroutines return
 	handlerBase  context.Context // parent of handler contexts: Run's values, never cancelled
 	claims       sync.WaitGroup  // claim statements in flight
 	timeouts     *timeoutList[T] // running attempts by deadline; nil: a timer per attempt (RunJob)
@@ -282,7 +281,6 @@ func (r *runner[T]) stop() []*entry[T] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
-	r.stopping.Store(true)
 	return r.takeQueuedLocked()
 }
 
