@@ -163,6 +163,15 @@ func diffState(cfg *config.Config, last *state, want state) (up, down, name stri
 	if err := diags.err(); err != nil {
 		return "", "", "", err
 	}
+	if needsWorkers(want.Tables) && !needsWorkers(last.Tables) {
+		// Layout 4's workers table, one per schema: a new table, which
+		// nothing reads or locks yet.
+		ups = append([]string{schema.CreateWorkers(cfg.Schema)}, ups...)
+		downs = append([]string{schema.DropWorkers(cfg.Schema)}, downs...)
+		if len(last.Tables) > 0 {
+			changes = append(changes, "add_workers")
+		}
+	}
 	if len(ups) == 0 {
 		return "", "", "", nil
 	}
@@ -179,6 +188,17 @@ func diffState(cfg *config.Config, last *state, want state) (up, down, name stri
 		downs[i], downs[j] = downs[j], downs[i]
 	}
 	return up, strings.Join(downs, "\n"), name, nil
+}
+
+// needsWorkers reports whether any of tables is of layout 4 or later, whose
+// workers need the schema's workers table.
+func needsWorkers(tables []schema.Table) bool {
+	for _, t := range tables {
+		if t.Layout >= 4 {
+			return true
+		}
+	}
+	return false
 }
 
 // readMigrations reads the generated migrations in dir (files whose line 1

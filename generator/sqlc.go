@@ -37,6 +37,7 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		KeepCompleted: q.RetainCompleted > 0,
 		QueueLiteral:  schema.QuoteLiteral(q.Name),
 		Notify:        t.Notify,
+		Workers:       schema.Workers(t.Schema),
 	}
 	if t.Unique != nil {
 		qq.Unique = true

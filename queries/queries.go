@@ -43,6 +43,9 @@ type Queue struct {
 	Scheduled    bool
 	Slots        string
 	QueueLiteral string
+	// Workers is the quoted, schema-qualified workers table, where every
+	// running worker renews the row that proves it alive.
+	Workers string
 }
 
 // Render returns the sqlc query file of q.

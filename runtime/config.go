@@ -57,7 +57,10 @@ type WorkerConfig struct {
 	// false (woken by NOTIFY on queues declared with notify: true).
 	PollOnly bool
 	// WorkerID identifies this worker in the jobs it claims and in their
-	// error history. Default hostname:pid:random.
+	// error history. Default hostname:pid:random. Each Run stores it with
+	// a suffix of its own ("<WorkerID>/<8 hex digits>", the id of its row
+	// in the schema's workers table), so a process restarted with the same
+	// WorkerID never vouches for the jobs its predecessor held.
 	WorkerID string
 }
 

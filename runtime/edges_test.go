@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/fast"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/slow"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/uniq"
 )
 
 // The reliability review's third round: each test here reproduces one way
@@ -308,5 +311,99 @@ func TestSuspectCountResets(t *testing.T) {
 	}
 	if got := <-seen; got != 0 {
 		t.Errorf("the run after an operator's Retry saw %d rescues, want 0", got)
+	}
+}
+
+// TestAckRacingCancel has an operator cancel a job while its batched
+// acknowledgement waits for the job's row lock. Before, the ack's delete
+// re-checked the committed cancel and skipped the row while its cancel
+// branch read the statement's older snapshot and skipped it too: the job
+// stayed running with nobody holding it. Now the two resolve in one
+// decision and the job ends failed "cancelled".
+func TestAckRacingCancel(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 8)
+	ctx := context.Background()
+	started := make(chan int64, 1)
+	proceed := make(chan struct{})
+	start(t, slow.NewWorker(pool, func(_ context.Context, job *slow.Job) error {
+		started <- job.ID
+		<-proceed
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 1, Logger: quietLogger(t)}))
+	id, err := slow.Enqueue(ctx, pool, slow.Payload{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM skipjack.slow WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	waitFor(t, 5*time.Second, "the acknowledgement to wait for the row lock", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%-- name: Complete%'`) == 1
+	})
+	if n, err := slow.Cancel(ctx, tx, id); err != nil || n != 1 {
+		t.Fatalf("Cancel = %d, %v; want 1, nil", n, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the job to end failed as cancelled", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.slow WHERE id = $1 AND state = 'failed' AND errors->-1->>'error' = 'cancelled'`, id) == 1
+	})
+}
+
+// racingDB runs a statement of its own on pool just before the second
+// QueryRow that goes through it: the moment between a unique enqueue's
+// insert and its lookup of the job that holds the key.
+type racingDB struct {
+	skipjack.DBTX
+	pool  interface{ Exec(context.Context, string, ...any) (pgconn.CommandTag, error) }
+	calls int
+	sql   string
+	t     testing.TB
+}
+
+func (d *racingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	d.calls++
+	if d.calls == 2 {
+		if _, err := d.pool.Exec(ctx, d.sql); err != nil {
+			d.t.Errorf("racing statement: %v", err)
+		}
+	}
+	return d.DBTX.QueryRow(ctx, sql, args...)
+}
+
+// TestDuplicateLeavesUniqueStates enqueues a duplicate whose conflicting
+// job fails for good between the insert that found the conflict and the
+// lookup of its id. Before, Enqueue returned id 0 with ErrDuplicate. Now
+// the key is free again, so the job is inserted and its id returned.
+func TestDuplicateLeavesUniqueStates(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 4)
+	ctx := context.Background()
+	first, err := uniq.Enqueue(ctx, pool, uniq.Payload{Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &racingDB{DBTX: pool, pool: pool, t: t,
+		sql: fmt.Sprintf(`UPDATE skipjack.uniq SET state = 'failed', finished_at = now() WHERE id = %d`, first)}
+	id, err := uniq.Enqueue(ctx, db, uniq.Payload{Key: "k", N: 1})
+	switch {
+	case errors.Is(err, skipjack.ErrDuplicate) && id == 0:
+		t.Fatalf("Enqueue = 0, %v: a duplicate must name the job that holds its key", err)
+	case err != nil:
+		t.Fatalf("Enqueue = %d, %v; want the new job's id once the key is free", id, err)
+	case id == first:
+		t.Fatalf("Enqueue returned the failed job's id %d", id)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.uniq WHERE id = $1 AND state = 'pending'`, id); n != 1 {
+		t.Errorf("job %d is not pending", id)
 	}
 }

@@ -18,13 +18,14 @@ type cancelled struct {
 	cause error
 }
 
-// TestPartitionCancelsHandlers cuts a worker off from its table (an
-// ACCESS EXCLUSIVE lock stands in for a partition: every heartbeat waits
-// and times out) while its handler runs. The handler does not touch the
-// database; the worker must still cancel its context with ErrLeaseLost
-// once the lease can no longer be proven (last renewal older than lease
-// minus one heartbeat interval), before the lease has lapsed in the
-// database, where a rescuer could give the job to another worker.
+// TestPartitionCancelsHandlers cuts a worker off from the workers table
+// (an ACCESS EXCLUSIVE lock stands in for a partition: every renewal of
+// its row waits and times out) while its handler runs. The handler does
+// not touch the database; the worker must still cancel its context with
+// ErrLeaseLost once it can no longer prove it is alive (last renewal older
+// than lease minus one renewal interval), before its row has expired in
+// the database, after which a rescuer could give the job to another
+// worker.
 func TestPartitionCancelsHandlers(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 10)
@@ -48,12 +49,12 @@ func TestPartitionCancelsHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `LOCK TABLE skipjack.slow IN ACCESS EXCLUSIVE MODE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE skipjack._skipjack_workers IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	// The lease as the last heartbeat before the lock left it.
+	// The worker's liveness as its last renewal before the lock left it.
 	var expires time.Time
-	if err := tx.QueryRow(ctx, `SELECT lease_expires_at FROM skipjack.slow`).Scan(&expires); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT expires_at FROM skipjack._skipjack_workers`).Scan(&expires); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -62,9 +63,9 @@ func TestPartitionCancelsHandlers(t *testing.T) {
 			t.Fatalf("handler context ended with cause %v, want ErrLeaseLost", c.cause)
 		}
 		if margin := expires.Sub(c.at); margin <= 0 {
-			t.Errorf("handler cancelled %v after its lease lapsed in the database, want before", -margin)
+			t.Errorf("handler cancelled %v after the worker's row expired in the database, want before", -margin)
 		} else {
-			t.Logf("handler cancelled %v before its lease lapsed", margin.Round(time.Millisecond))
+			t.Logf("handler cancelled %v before the worker's row expired", margin.Round(time.Millisecond))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("handler still running 10s into the partition (lease 3s); logs:\n%s", logs)

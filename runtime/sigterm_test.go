@@ -212,7 +212,7 @@ func TestSigtermUnderLoad(t *testing.T) {
 	if err := c.wait(); err != nil {
 		t.Fatalf("child exited with %v; output:\n%s", err, c.output.String())
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running' AND worker = $1`, sigtermWorkerID); n != 0 {
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running' AND worker LIKE $1 || '/%'`, sigtermWorkerID); n != 0 {
 		t.Errorf("%d jobs are still leased by the child after it exited, want 0 (released or acknowledged)", n)
 	}
 	waitFor(t, 30*time.Second, "the second worker to complete the rest", func() bool {

@@ -107,8 +107,8 @@ func Alter(from, to Table) (string, error) {
 // layoutOf returns t's layout, reading the unversioned 0 as 1.
 func layoutOf(t Table) int { return max(t.Layout, 1) }
 
-// alterLayout returns the statements that move a table between layouts 1,
-// 2 and 3 (in either direction), one layout step at a time.
+// alterLayout returns the statements that move a table between layouts 1
+// to 3 (in either direction), one layout step at a time.
 func alterLayout(from, to Table) []string {
 	name := to.QualifiedName()
 	var stmts []string
@@ -120,6 +120,8 @@ func alterLayout(from, to Table) []string {
 		// A nullable column without a default: adding it rewrites nothing.
 		stmts = append(stmts, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN "trace" jsonb;`, name))
 	}
+	// Layout 4's workers table is one per schema: the migration creates or
+	// drops it once (generator/migrations.go), not once per queue.
 	return stmts
 }
 

@@ -48,7 +48,10 @@ type Table struct {
 // separate partial indexes of completed and failed jobs (layout 1 had one
 // index of both); layout 3 added the nullable trace column, the trace
 // context of the Enqueue call (NULL when nothing injected one).
-const CurrentLayout = 3
+//
+// Layout 4 added the schema's workers table, where every running worker
+// proves that it is alive (see WorkersTable).
+const CurrentLayout = 4
 
 // Unique is the unique key of a queue's jobs.
 type Unique struct {
@@ -63,6 +66,30 @@ type Unique struct {
 // the last slot inserted for each schedule of each queue. Queue names start
 // with a letter, so it can never be a queue's table.
 const SlotsTable = "_skipjack_slots"
+
+// WorkersTable is the unquoted name of the table, one per schema, in which
+// every running worker renews a row of its own: the proof that it is alive,
+// which rescue consults before it takes a job from the worker whose lease
+// on it lapsed. Keeping it off the job rows means that locks on those rows
+// or on a queue table (a handler's open CompleteTx transaction, an
+// operator, a migration) cannot make a live worker look dead.
+const WorkersTable = "_skipjack_workers"
+
+// Workers is the quoted, schema-qualified name of the workers table of
+// schema.
+func Workers(schema string) string { return QuoteIdent(schema) + "." + QuoteIdent(WorkersTable) }
+
+// CreateWorkers returns the DDL of the workers table of schema. Migrations
+// hold it once (not once per queue); CreateTable adds it to each queue's
+// table, since sqlc needs it to check the queries that use it.
+func CreateWorkers(schema string) string {
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n    \"id\" text PRIMARY KEY,\n    \"expires_at\" timestamptz NOT NULL,\n    \"started_at\" timestamptz NOT NULL DEFAULT now(),\n    \"stopped_at\" timestamptz\n);\n", Workers(schema))
+}
+
+// DropWorkers returns the DDL that drops the workers table of schema.
+func DropWorkers(schema string) string {
+	return fmt.Sprintf("DROP TABLE IF EXISTS %s;\n", Workers(schema))
+}
 
 // Param is one storage parameter; Value is SQL text.
 type Param struct {
@@ -109,6 +136,7 @@ type tableData struct {
 	Table, ClaimIndex, LeaseIndex                      string
 	CompletedIndex, FailedIndex, RunningCheck          string
 	UniqueIndex, UniqueExprs, UniqueStates, Slots      string
+	WorkersDDL                                         string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
 	Priority, Indexes                                  bool
@@ -125,6 +153,7 @@ func (t Table) data(indexes bool) tableData {
 		CompletedIndex: QuoteIdent(t.Name + "_completed_idx"),
 		FailedIndex:    QuoteIdent(t.Name + "_failed_idx"),
 		RunningCheck:   QuoteIdent(t.Name + "_running_lease"),
+		WorkersDDL:     CreateWorkers(t.Schema),
 		MaxAttempts:    t.MaxAttempts,
 		Priority:       t.Priority,
 		Indexes:        indexes,

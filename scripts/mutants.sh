@@ -16,7 +16,7 @@ filter=${1:-.}
 
 # name :: file (under runtime/) :: sed expression :: tests (-run regex) :: package
 mutants=(
-  "heartbeat-renews-1ms :: skipjackimpl/heartbeat.go :: s/r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)/r.store.Heartbeat(ctx, ids, claims, time.Millisecond)/ :: TestLockHeldAcrossHeartbeats :: ."
+  "live-renews-1ms :: skipjackimpl/heartbeat.go :: s/r.store.Live(ctx, r.liveID, r.spec.Lease)/r.store.Live(ctx, r.liveID, time.Millisecond)/ :: TestLockHeldAcrossHeartbeats|TestTableLockLongerThanLease|TestRowLockThenFastRescuer :: ."
   "heartbeat-waits-on-row-locks :: internal/testqueue/slow/internal/db/queries.sql.go :: /-- name: Heartbeat/,/FOR NO KEY UPDATE SKIP LOCKED/s/FOR NO KEY UPDATE SKIP LOCKED/FOR NO KEY UPDATE/ :: TestOperatorLockAcrossHeartbeats :: ."
   "retry-delay-is-minimum :: skipjackimpl/backoff.go :: s/^\treturn j$/\treturn min/ :: TestRetryBackoffGrows :: ."
   "retry-delay-is-minimum-unit :: skipjackimpl/backoff.go :: s/^\treturn j$/\treturn min/ :: TestRetryDelayBounds :: ./skipjackimpl"
@@ -24,19 +24,19 @@ mutants=(
   "lost-lease-bookkeeping-removed :: skipjackimpl/heartbeat.go :: /^\te.lost = true$/d;/^\tr.forget(e)$/d :: TestHeartbeatCancelsLostJob$|TestReclaimCancelsStaleRun$|TestLateAckAfterLostLease :: ."
   "lost-lease-bookkeeping-removed-unit :: skipjackimpl/heartbeat.go :: /^\te.lost = true$/d;/^\tr.forget(e)$/d :: TestLostLeaseResultDropped :: ./skipjackimpl"
   "reclaim-keeps-stale-attempt :: skipjackimpl/fetch.go :: s/old != nil && !old.lost/old != nil \&\& false/ :: TestReclaimCancelsStaleRun :: ."
-  "no-lease-watch :: skipjackimpl/heartbeat.go :: s/if e.lost || e.settling || now.Sub(e.renewedAt) <= proof/if true || e.lost/ :: TestPartitionCancelsHandlers :: ."
+  "no-lease-watch :: skipjackimpl/heartbeat.go :: s/if !r.doubtingLocked(now, proof) {/if true {/ :: TestPartitionCancelsHandlers :: ."
   "statement-deadline-15s :: skipjackimpl/worker.go :: s/return min(queryTimeout, max(lease\/2, time.Second))/return queryTimeout/ :: TestStatementCancelledOnServer :: ."
   "decode-panic-not-recovered :: skipjackimpl/fetch.go :: s/if v := recover(); v != nil {/if v := any(nil); v != nil {/ :: TestDecodePanicFailsJob :: ./skipjackimpl"
   "shutdown-cancels-at-once :: skipjackimpl/worker.go :: s/t := time.NewTimer(time.Until(deadline))/t := time.NewTimer(0)/ :: TestShutdown$|TestShutdownTimeoutFromCancellation :: ."
   "shutdown-clock-after-claims :: skipjackimpl/worker.go :: s/^\tdeadline := time.Now().Add(r.cfg.ShutdownTimeout)$/\tr.claims.Wait()\n\tdeadline := time.Now().Add(r.cfg.ShutdownTimeout)/ :: TestShutdownClockStartsAtCancellation :: ."
-  "shutdown-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil && errors.Is(context.Cause(hctx), errShutdown):/case false:/ :: TestShutdownTimeoutFromCancellation :: ."
+  "shutdown-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil \&\& (errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost)):/case false:/ :: TestShutdownTimeoutFromCancellation :: ."
   "shutdown-never-cancels-handlers :: skipjackimpl/worker.go :: s/^\t\t\te.cancel(cause)$/\t\t\t_ = cause/ :: TestShutdownTimeoutFromCancellation :: ."
   "handler-stop-not-passed-on :: skipjackimpl/execute.go :: s/^\t\t\tsignal(r.avail)$/\t\t\t_ = 0/ :: TestNoGoroutineLeft :: ."
   "shutdown-waits-for-stuck-handlers :: skipjackimpl/worker.go :: s/^\tt.Reset(grace)$/\tt.Reset(time.Hour)/ :: TestShutdownStuckHandler :: ."
-  "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
+  "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.abandoned || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
   "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestPoisonJobCrashLoop :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
-  "sigterm-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil && errors.Is(context.Cause(hctx), errShutdown):/case false:/ :: TestSigtermUnderLoad :: ."
+  "sigterm-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil \&\& (errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost)):/case false:/ :: TestSigtermUnderLoad :: ."
   "sigterm-prefetched-not-released :: skipjackimpl/worker.go :: s/release.Go(func() { r.releaseQueued(queued) })/_ = queued/ :: TestSigtermUnderLoad :: ."
   "sigterm-cancels-at-once :: skipjackimpl/worker.go :: s/t := time.NewTimer(time.Until(deadline))/t := time.NewTimer(0)/ :: TestSigtermUnderLoad :: ."
   "prune-one-batch-per-run :: skipjackimpl/maintain.go :: s/if n < maintainBatch {/if true {/ :: TestPruneUnderLoad :: ."
@@ -47,6 +47,15 @@ mutants=(
   "timeout-list-not-rearmed :: skipjackimpl/timeout.go :: s/^\t\tcase <-r.timeouts.wake:$/\t\tcase <-make(chan struct{}):/ :: TestTimeoutListCancelsEachAtItsDeadline :: ./skipjackimpl"
   "timeout-reported-as-cancel :: skipjackimpl/timeout.go :: s/return context.DeadlineExceeded/return err/ :: TestTimeoutListCancelsEachAtItsDeadline :: ./skipjackimpl"
   "control-statements-on-user-pool :: skipjackimpl/worker.go :: s/r.store = r.w.bind(control)/r.store = r.w.bind(r.w.pool)/ :: TestPoolExhaustedByHandlers :: ."
+  # Third round (issue 22).
+  "error-text-sent-as-is :: skipjackimpl/queue.go :: s/^\treturn capMessage(strings.ToValidUTF8(msg, \"\\\\uFFFD\"))$/\treturn capMessage(msg)/ :: TestUnstorableErrorText :: ."
+  "rejected-batch-not-split :: skipjackimpl/ack.go :: s/if err == nil || !dataError(err) {/if true {/ :: TestResolveSplitsRejectedBatch :: ./skipjackimpl"
+  "suspect-isolated-until-return :: skipjackimpl/isolate.go :: s/^\te.endIsolation = end$/\t_ = end/ :: TestHungSuspectReleasesIsolation :: ."
+  "prefetched-cancel-dropped :: skipjackimpl/heartbeat.go :: s/^\t\t\te.cancelled = true$/\t\t\t_ = e/ :: TestCancelPrefetched :: ."
+  "rescue-ignores-liveness :: internal/testqueue/slow/internal/db/queries.sql.go :: s/AND (w.\"id\" IS NULL OR w.\"expires_at\" < now())// :: TestTableLockLongerThanLease|TestRowLockThenFastRescuer :: ."
+  "ack-cancel-race-not-rechecked :: skipjackimpl/ack.go :: s/if err != nil || len(matched) == len(ids) {/if true {/ :: TestAckRacingCancel :: ."
+  "rescues-never-reset :: internal/testqueue/fast/internal/db/queries.sql.go :: s/\"rescues\" = CASE WHEN locked.outcome = 'release' THEN t.\"rescues\" ELSE 0 END,// :: TestSuspectCountResets :: ."
+  "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
 )
 
 work=$(mktemp -d)

@@ -3,11 +3,15 @@ package skipjackimpl
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // flushLoop writes results (acknowledgements and resolutions) in batches:
@@ -83,9 +87,8 @@ func (r *runner[T]) unflushed() int {
 // flush writes one batch of acknowledgements and one of resolutions.
 func (r *runner[T]) flush(ctx context.Context) error {
 	if acks := r.take(&r.acks); len(acks) > 0 {
-		ids, claims := idsAndClaims(acks)
 		start := time.Now()
-		matched, err := r.store.Complete(ctx, ids, claims)
+		matched, err := r.complete(ctx, acks)
 		r.ackDone(skipjack.AckComplete, len(acks), len(matched), time.Since(start), err)
 		r.settle(&r.acks, acks, matched, err)
 		if err != nil {
@@ -100,7 +103,7 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		// Sorted by id, like every batched write (see idsAndClaims).
 		slices.SortFunc(rs, func(a, b Resolution) int { return cmp.Compare(a.ID, b.ID) })
 		start := time.Now()
-		matched, err := r.store.Resolve(ctx, rs)
+		matched, err := r.resolve(ctx, rs)
 		r.ackDone(skipjack.AckResolve, len(rs), len(matched), time.Since(start), err)
 		r.settle(&r.resolves, res, matched, err)
 		if err != nil {
@@ -117,6 +120,77 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// complete acknowledges acks and returns the ids it matched. A job an
+// operator cancels while its acknowledgement is in flight can match
+// neither branch of the statement (its completion re-checks the committed
+// cancel, its cancellation reads the statement's older snapshot), so the
+// jobs a first statement did not match go through a second one, which
+// sees the cancel: the ack and the cancel end in one decision, and the job
+// ends failed "cancelled" instead of staying running. Jobs it does not
+// match either are no longer this attempt's.
+func (r *runner[T]) complete(ctx context.Context, acks []*entry[T]) ([]int64, error) {
+	ids, claims := idsAndClaims(acks)
+	matched, err := r.store.Complete(ctx, ids, claims)
+	if err != nil || len(matched) == len(ids) {
+		return matched, err
+	}
+	seen := make(map[int64]bool, len(matched))
+	for _, id := range matched {
+		seen[id] = true
+	}
+	var rest []*entry[T]
+	for _, e := range acks {
+		if !seen[e.row.ID] {
+			rest = append(rest, e)
+		}
+	}
+	ids, claims = idsAndClaims(rest)
+	again, err := r.store.Complete(ctx, ids, claims)
+	if err != nil {
+		return matched, err
+	}
+	return append(matched, again...), nil
+}
+
+// unstorable is the error message written instead of one that Postgres
+// still rejected after storableText.
+const unstorable = "skipjack: the attempt's error text could not be stored"
+
+// resolve writes rs (sorted by id) and returns the ids it matched. When
+// Postgres rejects the batch's data (SQLSTATE class 22), one row must be
+// to blame: the batch is split in halves until that row is alone, and it
+// is written with a placeholder message, so one bad row never holds back
+// the rest of its batch.
+func (r *runner[T]) resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+	matched, err := r.store.Resolve(ctx, rs)
+	if err == nil || !dataError(err) {
+		return matched, err
+	}
+	if len(rs) == 1 {
+		if rs[0].Message == unstorable {
+			return nil, err
+		}
+		r.log.Error("skipjack: Postgres rejected a job's result; writing it with a placeholder error message", "job_id", rs[0].ID, "error", err)
+		x := rs[0]
+		x.Message = unstorable
+		return r.store.Resolve(ctx, []Resolution{x})
+	}
+	half := len(rs) / 2
+	first, err := r.resolve(ctx, rs[:half])
+	if err != nil {
+		return first, err
+	}
+	second, err := r.resolve(ctx, rs[half:])
+	return append(first, second...), err
+}
+
+// dataError reports whether Postgres rejected a statement's data
+// (SQLSTATE class 22: data exception).
+func dataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }
 
 // take removes up to BatchSize results from *list, skipping those whose

@@ -55,6 +55,8 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) ([]H, error)
 	Release(ctx context.Context, ids []int64, claims []int32) (int64, error)
 	Rescue(ctx context.Context, max int32) (int64, error)
+	Live(ctx context.Context, worker string, lease time.Duration) error
+	Gone(ctx context.Context, worker string) error
 	PruneCompleted(ctx context.Context, age time.Duration, max int32) (int64, error)
 	PruneFailed(ctx context.Context, age time.Duration, max int32) (int64, error)
 	Stats(ctx context.Context) (S, error)
@@ -129,7 +131,7 @@ func (b binding[C, H, G, L, S, E, A]) Resolve(ctx context.Context, rs []Resoluti
 	delays := make([]time.Duration, len(rs))
 	messages := make([]string, len(rs))
 	for i, r := range rs {
-		ids[i], claims[i], outcomes[i], delays[i], messages[i] = r.ID, r.Claim, string(r.Outcome), r.Delay, capMessage(r.Message)
+		ids[i], claims[i], outcomes[i], delays[i], messages[i] = r.ID, r.Claim, string(r.Outcome), r.Delay, storableText(r.Message)
 	}
 	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
 }
@@ -156,6 +158,14 @@ func (b binding[C, H, G, L, S, E, A]) Release(ctx context.Context, ids []int64, 
 
 func (b binding[C, H, G, L, S, E, A]) Rescue(ctx context.Context, limit int) (int64, error) {
 	return b.q.Rescue(ctx, int32(limit))
+}
+
+func (b binding[C, H, G, L, S, E, A]) Live(ctx context.Context, worker string, lease time.Duration) error {
+	return b.q.Live(ctx, worker, lease)
+}
+
+func (b binding[C, H, G, L, S, E, A]) Gone(ctx context.Context, worker string) error {
+	return b.q.Gone(ctx, worker)
 }
 
 func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
@@ -30,6 +32,8 @@ type fakeStore struct {
 	payload       []byte // what Claim returns as every job's payload; {} when nil
 	acked         int    // jobs acknowledged
 	discardAcks   bool   // count acknowledgements without recording their ids
+	rejectMessage string // Resolve fails as Postgres does for bad data when a message contains it
+	resolveCalls  int    // Resolve statements run
 }
 
 func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
@@ -79,6 +83,12 @@ func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32) ([]int
 func (f *fakeStore) Resolve(_ context.Context, rs []Resolution) ([]int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.resolveCalls++
+	for _, r := range rs {
+		if f.rejectMessage != "" && strings.Contains(r.Message, f.rejectMessage) {
+			return nil, &pgconn.PgError{Code: "22021", Message: "invalid byte sequence for encoding \"UTF8\""}
+		}
+	}
 	f.resolves = append(f.resolves, rs...)
 	ids := make([]int64, len(rs))
 	for i, r := range rs {
@@ -100,6 +110,8 @@ func (f *fakeStore) Heartbeat(_ context.Context, ids []int64, _ []int32, _ time.
 }
 
 func (f *fakeStore) Release(context.Context, []int64, []int32) (int64, error) { return 0, nil }
+func (f *fakeStore) Live(context.Context, string, time.Duration) error         { return nil }
+func (f *fakeStore) Gone(context.Context, string) error                        { return nil }
 func (f *fakeStore) Rescue(context.Context, int) (int64, error)               { return 0, nil }
 func (f *fakeStore) Prune(context.Context, time.Duration, time.Duration, int) (int64, error) {
 	return 0, nil

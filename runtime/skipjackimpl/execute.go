@@ -27,14 +27,22 @@ func (r *runner[T]) handlerLoop() {
 			return
 		default:
 		}
-		if e, ctx := r.pop(); e != nil {
+		switch e, ctx := r.pop(); {
+		case e == nil:
+		case ctx == nil:
+			// Cancelled by an operator before it started: it never
+			// starts, and the database fails it as cancelled.
+			r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRelease}, false)
+		default:
 			r.admit(ctx, e)
 		}
 	}
 }
 
 // pop takes the next prefetched job with its handler's context, or returns nil
-// when the worker is stopping or the job's lease was lost meanwhile.
+// when the worker is stopping or the job's lease was lost meanwhile. A job
+// an operator cancelled while it was prefetched comes without a context:
+// it must not start.
 func (r *runner[T]) pop() (*entry[T], context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -48,6 +56,9 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 		r.inflight--
 		signal(r.slotFreed)
 		return nil, nil
+	}
+	if e.cancelled {
+		return e, nil
 	}
 	// The parent cannot be cancelled, so the job's context is not
 	// registered in it (a shared lock and map per job); shutdown cancels
@@ -67,7 +78,7 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	job := e.job
 	if err := e.decodeErr; err != nil {
-		res := Resolution{Outcome: OutcomeFail, Message: err.Error()}
+		res := Resolution{Outcome: OutcomeFail, Message: storableText(err.Error())}
 		r.jobEnd(r.jobStart(ctx, job), job, 0, err, res)
 		e.cancel(nil)
 		r.finish(e, res, false)
@@ -104,11 +115,12 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		}
 	}
 	var res Resolution
-	switch {
-	case err != nil && errors.Is(context.Cause(hctx), errShutdown):
-		// Interrupted by shutdown: released with the attempt restored,
-		// as a snooze of 0 writes it (an operator's cancel still fails it).
-		res = Resolution{ID: job.ID, Claim: job.Claim, Outcome: OutcomeSnooze}
+	switch cause := context.Cause(hctx); {
+	case err != nil && (errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost)):
+		// Interrupted by shutdown, or because the worker could not prove
+		// it is alive: released with the attempt restored (an operator's
+		// cancel still fails it).
+		res = Resolution{ID: job.ID, Claim: job.Claim, Outcome: OutcomeRelease}
 	case err != nil:
 		res = r.resolution(job, err)
 	}
@@ -144,7 +156,7 @@ func (r *runner[T]) call(ctx context.Context, job *skipjack.Job[T]) (err error) 
 
 // resolution turns a handler error into what happens to the job.
 func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
-	res := Resolution{ID: job.ID, Claim: job.Claim, Message: err.Error()}
+	res := Resolution{ID: job.ID, Claim: job.Claim, Message: storableText(err.Error())}
 	var perm *skipjack.PermanentError
 	var snooze *skipjack.SnoozeError
 	switch {
@@ -163,8 +175,8 @@ func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
 
 // finish records the result of a job whose handler returned: an
 // acknowledgement when completed, a resolution otherwise. Results of jobs
-// whose lease was lost are dropped, and jobs acknowledged by CompleteTx are
-// not acknowledged again.
+// another attempt owns, or whose abandonment was recorded, are dropped, and
+// jobs acknowledged by CompleteTx are not acknowledged again.
 //
 // It wakes the fetcher and the flusher only when they have something new
 // to do, not once per job: the fetcher when the capacity this frees makes
@@ -176,9 +188,10 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	r.stopTimeoutLocked(e)
 	e.cancel = nil
 	results := -1 // unflushed results after this one, when it is one
+	acked := ackedInTx(e.job, true) // forgotten whatever happens next
 	switch {
-	case e.lost:
-	case ackedInTx(e.job, true) && completed:
+	case e.lost || e.abandoned:
+	case acked && completed:
 		r.forget(e)
 	default:
 		if len(r.acks)+len(r.resolves) == 0 {

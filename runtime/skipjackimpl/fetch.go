@@ -134,6 +134,9 @@ func (r *runner[T]) reserve() int {
 	if len(r.acks)+len(r.resolves)+r.flushing >= r.backlogLimit || r.iso.isolating() {
 		return 0
 	}
+	if r.doubtingLocked(time.Now(), r.spec.Lease-r.spec.Lease/3) {
+		return 0 // jobs claimed now would be given back at once
+	}
 	free := r.maxHeld - r.inflight
 	limit := min(free, r.cfg.BatchSize)
 	if limit <= 0 || (limit < r.minClaim && r.inflight > 0) {
@@ -151,7 +154,7 @@ func (r *runner[T]) reserve() int {
 func (r *runner[T]) claim(limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.cfg.WorkerID)
+	rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
 	cancel()
 	if err != nil {
 		rows = nil
@@ -180,14 +183,14 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		return len(rows), err
 	}
 	stale := 0
+	var ends []func()
 	for i := range entries {
 		e := &entries[i]
-		e.renewedAt = start
 		if old := r.held[e.row.ID]; old != nil && !old.lost {
 			// This worker claimed the job again after a rescuer took it
 			// from an earlier claim of ours: that attempt no longer owns
 			// it. Its handler is cancelled and its result dropped.
-			r.loseLocked(old)
+			ends = append(ends, r.loseLocked(old))
 			stale++
 		}
 		r.held[e.row.ID] = e
@@ -195,6 +198,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	}
 	r.inflight -= limit - len(rows)
 	r.mu.Unlock()
+	runAll(ends)
 	if stale > 0 {
 		r.log.Warn("skipjack: claimed jobs again whose earlier claims by this worker had been rescued; the stale attempts are cancelled and their results dropped", "jobs", stale)
 	}

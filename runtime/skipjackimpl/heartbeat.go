@@ -3,9 +3,68 @@ package skipjackimpl
 import (
 	"context"
 	"fmt"
-	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
+
+// Liveness and leases.
+//
+// A worker proves that it is alive with one row of its own in the schema's
+// workers table, renewed every Lease/3 (liveLoop). Rescue takes a job whose
+// lease lapsed only from a worker whose row expired or is gone, so locks on
+// job rows or on the queue table (a handler's open CompleteTx transaction,
+// an operator's SELECT ... FOR UPDATE, a migration) can delay the renewal
+// of job leases without ever making a live worker's jobs run again.
+//
+// The per-job heartbeat (heartbeatLoop) still extends the job leases it
+// can (they tell operators and older runtimes which jobs are held), and it
+// is how the worker learns that an operator cancelled a job, or that a job
+// is no longer its own (it was rescued while this worker could not prove
+// it was alive): those handlers are cancelled and their results dropped,
+// since the claim token would refuse them anyway.
+//
+// A finished handler's result is never dropped on doubt: it stays queued
+// until a fenced write lands or is refused by the claim token. When the
+// worker cannot prove it is alive for Lease - Lease/3 (the database is
+// unreachable), it cancels its running handlers with skipjack.ErrLeaseLost
+// and gives back its prefetched jobs, since a rescuer may soon take them;
+// the results of the cancelled handlers are still written under the fence.
+
+// liveLoop renews this run's row in the workers table every Lease/3, until
+// stop is closed.
+func (r *runner[T]) liveLoop(stop <-chan struct{}) {
+	interval := r.spec.Lease / 3
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if err := r.live(interval); err != nil {
+			r.log.Warn("skipjack: proving this worker alive failed; its jobs may be rescued if it keeps failing", "error", err)
+		}
+	}
+}
+
+// live renews this run's row in the workers table, on a statement bounded
+// by timeout (at least a second), and records when the renewal started.
+func (r *runner[T]) live(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
+	defer cancel()
+	start := time.Now()
+	if err := r.store.Live(ctx, r.liveID, r.spec.Lease); err != nil {
+		return fmt.Errorf("live %s: %w", r.spec.Name, err)
+	}
+	r.mu.Lock()
+	if start.After(r.liveAt) {
+		r.liveAt = start
+	}
+	r.mu.Unlock()
+	return nil
+}
 
 // heartbeatLoop extends the leases of every job the worker holds
 // (prefetched, running, or done but not yet acknowledged) with one
@@ -21,14 +80,15 @@ func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		if err := r.heartbeat(interval); err != nil {
-			r.log.Warn("skipjack: heartbeat failed; leases lapse if it keeps failing", "error", err)
+			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
 	}
 }
 
-// heartbeat runs one heartbeat. Jobs it no longer owns lost their lease
-// (another worker's rescuer took them back): their handlers' contexts are
-// cancelled with skipjack.ErrLeaseLost and their results are dropped.
+// heartbeat runs one heartbeat. Jobs it no longer owns were taken from
+// this worker (a rescuer made them pending again while it could not prove
+// it was alive): their handlers' contexts are cancelled with
+// skipjack.ErrLeaseLost and their results are dropped.
 func (r *runner[T]) heartbeat(timeout time.Duration) error {
 	r.mu.Lock()
 	es := make([]*entry[T], 0, len(r.held))
@@ -47,13 +107,11 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 
 	ids, claims := idsAndClaims(es)
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
-	start := time.Now()
 	kept, cancelled, err := r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: %w", r.spec.Name, err)
 	}
-	r.renewed(es, kept, start)
 	if len(cancelled) > 0 {
 		r.cancelJobs(cancelled)
 	}
@@ -65,6 +123,7 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		alive[id] = true
 	}
 	lost := 0
+	var ends []func()
 	r.mu.Lock()
 	for _, e := range es {
 		if alive[e.row.ID] || e.lost || e.settling || r.held[e.row.ID] != e {
@@ -73,63 +132,63 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		if ackedInTx(e.job, false) {
 			continue // acknowledged by CompleteTx meanwhile
 		}
-		r.loseLocked(e)
+		ends = append(ends, r.loseLocked(e))
 		lost++
 	}
 	r.mu.Unlock()
+	runAll(ends)
 	if lost > 0 {
-		r.log.Warn("skipjack: lost the lease of jobs; their handlers are cancelled and their results dropped", "jobs", lost)
+		r.log.Warn("skipjack: jobs were taken from this worker (rescued while it could not prove it was alive); their handlers are cancelled and their results dropped", "jobs", lost)
 	}
 	return nil
 }
 
-// cancelJobs cancels the handlers of jobs an operator cancelled, with cause
-// skipjack.ErrCancelled; their results then fail them (the database does so
-// whatever the handler returns).
+// cancelJobs acts on the jobs an operator cancelled: running handlers are
+// cancelled with cause skipjack.ErrCancelled (their results then fail the
+// jobs: the database does so whatever the handler returns), and prefetched
+// jobs are marked so that they never start.
 func (r *runner[T]) cancelJobs(ids []int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, id := range ids {
-		if e := r.held[id]; e != nil && e.cancel != nil {
+		e := r.held[id]
+		switch {
+		case e == nil:
+		case e.cancel != nil:
 			e.cancel(skipjack.ErrCancelled)
+		case e.startedAt.IsZero():
+			e.cancelled = true
 		}
 	}
 }
 
-// renewed records that the heartbeat that started at start extended the
-// leases of the jobs among es whose ids are in kept.
-func (r *runner[T]) renewed(es []*entry[T], kept []int64, start time.Time) {
-	alive := make(map[int64]bool, len(kept))
-	for _, id := range kept {
-		alive[id] = true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range es {
-		if alive[e.row.ID] {
-			e.renewedAt = start
-		}
-	}
-}
-
-// loseLocked marks e's lease as lost: e is no longer held, its handler's
-// context (if it runs) is cancelled with skipjack.ErrLeaseLost and its
-// result will be dropped. r.mu must be held.
-func (r *runner[T]) loseLocked(e *entry[T]) {
+// loseLocked marks e as owned by another attempt: e is no longer held, its
+// handler's context (if it runs) is cancelled with skipjack.ErrLeaseLost
+// and its result will be dropped. r.mu must be held. It returns what ends
+// e's isolation if e is a running suspect (see isolate.go), for the caller
+// to run once it released r.mu, or a no-op.
+func (r *runner[T]) loseLocked(e *entry[T]) func() {
 	e.lost = true
 	r.forget(e)
 	if e.cancel != nil {
 		e.cancel(skipjack.ErrLeaseLost)
 	}
+	if end := e.endIsolation; end != nil {
+		return end
+	}
+	return func() {}
 }
 
-// leaseWatchLoop gives up the jobs whose leases this worker can no longer
-// prove, until stop is closed. A lease is proven until Lease after the
-// start of the last claim or heartbeat that extended it; once that is
-// less than one heartbeat interval away (heartbeats keep failing: a
-// partition, a database that is down), the job's handler is cancelled
-// with skipjack.ErrLeaseLost, ahead of any rescuer that may give the job
-// to another worker, and its result is dropped.
+// runAll runs every function of fs.
+func runAll(fs []func()) {
+	for _, f := range fs {
+		f()
+	}
+}
+
+// leaseWatchLoop watches what this worker can still prove, until stop is
+// closed: when it cannot prove it is alive (see doubt) and when handlers
+// ignore their context long past the queue's timeout (see abandonOverruns).
 func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
 	interval := r.spec.Lease / 3
 	t := time.NewTicker(max(interval/4, 10*time.Millisecond))
@@ -139,50 +198,87 @@ func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			if n := r.expireUnproven(now, r.spec.Lease-interval); n > 0 {
-				r.log.Warn("skipjack: cannot prove the leases of jobs (heartbeats keep failing); their handlers are cancelled and their results dropped",
+			if n := r.doubt(now, r.spec.Lease-interval); n > 0 {
+				r.log.Warn("skipjack: cannot prove this worker is alive (its renewals keep failing); running handlers are cancelled and prefetched jobs given back, finished results are still written",
 					"jobs", n, "unproven_after", r.spec.Lease-interval)
 			}
 			if ids := r.abandonOverruns(now, r.spec.Timeout+r.spec.Lease); len(ids) > 0 {
-				r.log.Warn("skipjack: handlers ignore their context long past the queue's timeout; their leases are no longer renewed, so the jobs run again elsewhere, and their results are dropped",
+				r.log.Warn("skipjack: handlers ignore their context long past the queue's timeout; their attempts are recorded as failed, so the jobs run again, and their results are dropped",
 					"jobs", ids, "timeout", r.spec.Timeout, "abandoned_after", r.spec.Timeout+r.spec.Lease)
 			}
 		}
 	}
 }
 
-// expireUnproven loses every held job whose lease was last extended more
-// than proof ago, except those being settled by a statement now or
-// acknowledged by CompleteTx, and returns how many it lost.
-func (r *runner[T]) expireUnproven(now time.Time, proof time.Duration) int {
+// doubtingLocked reports whether this worker's last proof of life is more than
+// proof old at now; r.mu must be held.
+func (r *runner[T]) doubtingLocked(now time.Time, proof time.Duration) bool {
+	return !r.liveAt.IsZero() && now.Sub(r.liveAt) > proof
+}
+
+// doubt acts when this worker has not proven it is alive for more than
+// proof: a rescuer may soon take its jobs. It cancels the running handlers
+// with skipjack.ErrLeaseLost (once each; their results are still written,
+// fenced by the claim token) and gives back the prefetched jobs. It
+// returns how many jobs it acted on.
+func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if !r.doubtingLocked(now, proof) {
+		r.mu.Unlock()
+		return 0
+	}
 	n := 0
 	for _, e := range r.held {
-		if e.lost || e.settling || now.Sub(e.renewedAt) <= proof || ackedInTx(e.job, false) {
+		if e.lost || e.doubted || e.cancel == nil || ackedInTx(e.job, false) {
 			continue
 		}
-		r.loseLocked(e)
+		e.doubted = true
+		e.cancel(skipjack.ErrLeaseLost)
 		n++
 	}
-	return n
+	queued := r.takeQueuedLocked()
+	r.mu.Unlock()
+	if len(queued) > 0 {
+		signal(r.slotFreed)
+		r.releaseQueued(queued)
+	}
+	return n + len(queued)
 }
 
 // abandonOverruns gives up the jobs whose handlers have been running for
 // more than limit (the queue's timeout plus one lease: their contexts were
 // cancelled at the timeout, and they ignore it), so that a stuck handler
-// is not heartbeated forever, and returns their ids. Their slots stay
-// taken until the handlers return.
+// neither holds its job nor its isolation forever, and returns their ids.
+// Each attempt is written as failed (retried with backoff, or failed for
+// good when it was the last), and the handler's own result, should it ever
+// return, is dropped; its slot stays taken until it returns.
 func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	var ids []int64
+	var ends []func()
 	for id, e := range r.held {
-		if e.lost || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || ackedInTx(e.job, false) {
+		if e.lost || e.abandoned || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || ackedInTx(e.job, false) {
 			continue
 		}
-		r.loseLocked(e)
+		e.abandoned = true
+		e.res = Resolution{
+			ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRetry,
+			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
+			Message: fmt.Sprintf("handler ignored its context for %v past its %v timeout; abandoned", now.Sub(e.startedAt)-r.spec.Timeout, r.spec.Timeout),
+		}
+		if len(r.acks)+len(r.resolves) == 0 {
+			r.pendingSince = now
+		}
+		r.resolves = append(r.resolves, e)
+		if e.endIsolation != nil {
+			ends = append(ends, e.endIsolation)
+		}
 		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	runAll(ends)
+	if len(ids) > 0 {
+		signal(r.kick)
 	}
 	return ids
 }

@@ -207,7 +207,21 @@ func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 		r.giveBack(e)
 		return
 	}
-	defer r.iso.release()
+	// Isolation ends when the suspect's attempt ends in any way: its
+	// result is written (below), or the worker abandons its handler past
+	// the queue's timeout, or another attempt takes the job. Whichever
+	// comes first ends it; a handler that never returns cannot keep the
+	// pool's workers from claiming.
+	end := sync.OnceFunc(r.iso.release)
+	r.mu.Lock()
+	e.endIsolation = end
+	gone := e.lost || e.abandoned
+	r.mu.Unlock()
+	defer end()
+	if gone {
+		r.giveBack(e) // dropped: another attempt owns it
+		return
+	}
 	if alone {
 		r.log.Info("skipjack: running a suspect job alone (its lease lapsed before, as if its handler killed the process)",
 			"job_id", e.row.ID, "rescues", e.row.Rescues)
@@ -236,11 +250,11 @@ func (r *runner[T]) startedLocked(e *entry[T]) {
 }
 
 // giveBack releases a popped job whose handler did not start: it is
-// written as a snooze of 0, so it is pending again with its attempt
-// restored (dropped if its lease was lost meanwhile).
+// pending again with its attempt and rescues as they were (dropped if its
+// lease was lost meanwhile).
 func (r *runner[T]) giveBack(e *entry[T]) {
 	e.cancel(nil)
-	r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeSnooze}, false)
+	r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRelease}, false)
 }
 
 // awaitSettled waits until e's result is written (or dropped), at most a

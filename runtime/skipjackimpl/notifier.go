@@ -67,25 +67,33 @@ func wakeAfterCommit(pool *pgxpool.Pool, channel string) {
 	}
 	n.inFlight = true
 	n.mu.Unlock()
-	go n.send(pool, channel)
+	go n.send(k)
 }
 
-// send NOTIFYs channel until no further request arrived while it ran. A
+// send NOTIFYs k's channel until no further request arrived while it ran,
+// then drops the notifier from notifiers, so that pools and channels no
+// longer in use leave nothing behind (the next enqueue makes a new one). A
 // failed NOTIFY is not retried: workers poll, and the enqueue already
 // succeeded.
-func (n *notifier) send(pool *pgxpool.Pool, channel string) {
+func (n *notifier) send(k notifierKey) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-		_, _ = pool.Exec(ctx, "SELECT pg_notify($1, '')", channel)
+		_, _ = k.pool.Exec(ctx, "SELECT pg_notify($1, '')", k.channel)
 		cancel()
+		notifiers.mu.Lock()
 		n.mu.Lock()
 		if !n.again {
 			n.inFlight = false
+			if notifiers.m[k] == n {
+				delete(notifiers.m, k)
+			}
 			n.mu.Unlock()
+			notifiers.mu.Unlock()
 			return
 		}
 		n.again = false
 		n.mu.Unlock()
+		notifiers.mu.Unlock()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -123,26 +124,36 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	if wakeAfter {
 		insert = quiet.EnqueueQuiet
 	}
-	id, err := insert(ctx, text, o.RunAt, o.Delay, priority, trace)
-	if err == nil {
-		if wakeAfter {
-			wakeAfterCommit(pool, q.spec.Channel)
-		}
-		return id, nil
-	}
 	u := qs.unique()
-	if u == nil || !errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+	for range duplicateRaces {
+		id, err := insert(ctx, text, o.RunAt, o.Delay, priority, trace)
+		if err == nil {
+			if wakeAfter {
+				wakeAfterCommit(pool, q.spec.Channel)
+			}
+			return id, nil
+		}
+		if u == nil || !errors.Is(err, pgx.ErrNoRows) {
+			return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
+		}
+		// ON CONFLICT DO NOTHING inserted nothing: find the job that holds
+		// the key. When it left the unique states meanwhile, the key is
+		// free again and the insert is tried again.
+		id, err = u.Duplicate(ctx, text)
+		if err == nil {
+			return id, fmt.Errorf("enqueue %s: %w", q.spec.Name, skipjack.ErrDuplicate)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return 0, fmt.Errorf("enqueue %s: find duplicate: %w", q.spec.Name, err)
+		}
 	}
-	// ON CONFLICT DO NOTHING inserted nothing: find the job that holds the
-	// key. It may have left the unique states meanwhile; then there is no
-	// id to report, but the job was still a duplicate when inserted.
-	id, err = u.Duplicate(ctx, text)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("enqueue %s: find duplicate: %w", q.spec.Name, err)
-	}
-	return id, fmt.Errorf("enqueue %s: %w", q.spec.Name, skipjack.ErrDuplicate)
+	return 0, fmt.Errorf("enqueue %s: the job holding its unique key kept changing state; %d inserts found a duplicate that was gone when looked up", q.spec.Name, duplicateRaces)
 }
+
+// duplicateRaces bounds how often Enqueue inserts again after the job that
+// held its unique key left the unique states between the insert and the
+// lookup of its id.
+const duplicateRaces = 3
 
 // EnqueueMany inserts many jobs and returns how many it inserted: with one
 // COPY, or for a queue with a unique key with one INSERT that skips
@@ -375,6 +386,18 @@ func rawMessage(r *skipjack.Record[[]byte]) *skipjack.Record[json.RawMessage] {
 // maxErrorMessage caps one stored error message, so a handler returning a
 // huge error cannot bloat its row.
 const maxErrorMessage = 2048
+
+// storableText returns msg as Postgres can store it in a text or jsonb
+// value: NUL bytes dropped, invalid UTF-8 replaced with U+FFFD, and capped
+// at maxErrorMessage bytes. Handler errors and panic values may carry any
+// bytes (a binary response body, say); sent as they are, Postgres rejects
+// the whole statement that carries them.
+func storableText(msg string) string {
+	if strings.IndexByte(msg, 0) >= 0 {
+		msg = strings.ReplaceAll(msg, "\x00", "")
+	}
+	return capMessage(strings.ToValidUTF8(msg, "\uFFFD"))
+}
 
 // capMessage shortens msg to at most maxErrorMessage bytes, on a rune
 // boundary.

@@ -68,6 +68,10 @@ const (
 	// OutcomeSnooze makes the job pending again after Delay without
 	// counting the attempt.
 	OutcomeSnooze Outcome = "snooze"
+	// OutcomeRelease makes the job pending again at once without counting
+	// the attempt or resetting its rescues: a job given back before its
+	// handler started, or interrupted by shutdown or by lease doubt.
+	OutcomeRelease Outcome = "release"
 )
 
 // Resolution is the result of one attempt that did not complete.
@@ -102,10 +106,17 @@ type store interface {
 	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error)
 	// Release makes claimed jobs pending again, restoring their attempt.
 	Release(ctx context.Context, ids []int64, claims []int32) (int64, error)
-	// Rescue makes up to limit jobs whose lease lapsed pending again
-	// (restoring their attempt), or failed after too many rescues, and
-	// returns how many it touched.
+	// Rescue makes up to limit jobs whose lease lapsed and whose worker is
+	// not alive pending again (restoring their attempt), or failed after
+	// too many rescues, and returns how many it touched.
 	Rescue(ctx context.Context, limit int) (int64, error)
+	// Live records that the worker with the given id is alive for lease
+	// from now, in the schema's workers table.
+	Live(ctx context.Context, worker string, lease time.Duration) error
+	// Gone marks the workers-table row of a worker that stops cleanly as
+	// expired and stopped (and deletes those of workers that expired long
+	// ago).
+	Gone(ctx context.Context, worker string) error
 	// Prune deletes up to limit completed jobs older than completedAge
 	// (when completedAge > 0) and failed jobs older than failedAge (when
 	// failedAge > 0), returning how many it deleted.

@@ -3,6 +3,8 @@ package skipjackimpl
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +169,69 @@ func TestOverran(t *testing.T) {
 				t.Errorf("overran(%v, %v, %v, %v) = %v, want %v", tt.err, tt.cause, tt.took, timeout, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStorableText checks what reaches the database of a handler's error:
+// NUL bytes dropped, invalid UTF-8 replaced, the cap kept.
+func TestStorableText(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"nul\x00in the middle", "nulin the middle"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"\x00\xff\xfe", "\uFFFD"},
+		{"é ok", "é ok"},
+	}
+	for _, tc := range tests {
+		if got := storableText(tc.in); got != tc.want {
+			t.Errorf("storableText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := storableText(strings.Repeat("\x00a\xff", 2*maxErrorMessage))
+	if len(long) > maxErrorMessage || !utf8.ValidString(long) || strings.ContainsRune(long, 0) {
+		t.Errorf("storableText of a long bad text = %d bytes, valid %v; want capped, valid, without NUL", len(long), utf8.ValidString(long))
+	}
+}
+
+// TestResolveSplitsRejectedBatch has Postgres reject (SQLSTATE 22021) any
+// batch that carries one bad message among 16 results: the batch is split
+// until the bad row is alone, which is then written with a placeholder,
+// and every other result is written with its own message.
+func TestResolveSplitsRejectedBatch(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{rejectMessage: "BAD"}
+	r := &runner[struct{}]{store: f, log: slog.New(slog.DiscardHandler)}
+	var rs []Resolution
+	for i := range 16 {
+		msg := fmt.Sprintf("error %d", i)
+		if i == 11 {
+			msg = "BAD " + msg
+		}
+		rs = append(rs, Resolution{ID: int64(i + 1), Claim: 1, Outcome: OutcomeRetry, Message: msg})
+	}
+	matched, err := r.resolve(context.Background(), rs)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	if len(matched) != len(rs) {
+		t.Fatalf("resolve matched %d of %d results", len(matched), len(rs))
+	}
+	got := map[int64]string{}
+	for _, x := range f.resolves {
+		got[x.ID] = x.Message
+	}
+	for _, x := range rs {
+		want := x.Message
+		if x.ID == 12 {
+			want = unstorable
+		}
+		if got[x.ID] != want {
+			t.Errorf("job %d written with %q, want %q", x.ID, got[x.ID], want)
+		}
+	}
+	// 1 whole + log2(16) levels of halves on the bad path + the placeholder.
+	if f.resolveCalls > 2*4+2 {
+		t.Errorf("%d Resolve statements for one bad row among 16, want a binary search", f.resolveCalls)
 	}
 }

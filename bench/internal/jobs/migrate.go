@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion3
+const _ = skipjack.SupportPackageIsVersion4
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -191,6 +191,19 @@ ALTER TABLE "skipjack"."noop" ADD COLUMN "trace" jsonb;
 ALTER TABLE "skipjack"."kept" ADD COLUMN "trace" jsonb;
 
 ALTER TABLE "skipjack"."quiet" ADD COLUMN "trace" jsonb;
+`,
+	},
+	{
+		Version: 4,
+		Name:    "0004_skipjack_add_workers",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
+    "id" text PRIMARY KEY,
+    "expires_at" timestamptz NOT NULL,
+    "started_at" timestamptz NOT NULL DEFAULT now(),
+    "stopped_at" timestamptz
+);
 `,
 	},
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion3
+const _ = skipjack.SupportPackageIsVersion4
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -74,6 +74,19 @@ $$;
 
 CREATE TRIGGER "notify_user_notify" AFTER INSERT ON "skipjack"."notify_user"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."notify_user_notify"();
+`,
+	},
+	{
+		Version: 2,
+		Name:    "0002_skipjack_add_workers",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
+    "id" text PRIMARY KEY,
+    "expires_at" timestamptz NOT NULL,
+    "started_at" timestamptz NOT NULL DEFAULT now(),
+    "stopped_at" timestamptz
+);
 `,
 	},
 }

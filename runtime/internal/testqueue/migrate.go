@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion3
+const _ = skipjack.SupportPackageIsVersion4
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -518,6 +518,19 @@ ALTER TABLE "skipjack"."uniq" ADD COLUMN "trace" jsonb;
 ALTER TABLE "skipjack"."tick" ADD COLUMN "trace" jsonb;
 
 ALTER TABLE "skipjack"."tock" ADD COLUMN "trace" jsonb;
+`,
+	},
+	{
+		Version: 5,
+		Name:    "0005_skipjack_add_workers",
+		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
+    "id" text PRIMARY KEY,
+    "expires_at" timestamptz NOT NULL,
+    "started_at" timestamptz NOT NULL DEFAULT now(),
+    "stopped_at" timestamptz
+);
 `,
 	},
 }

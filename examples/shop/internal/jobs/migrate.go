@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion3
+const _ = skipjack.SupportPackageIsVersion4
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -212,6 +212,19 @@ ALTER TABLE "shop_jobs"."send_email" ADD COLUMN "trace" jsonb;
 ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN "trace" jsonb;
 
 ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN "trace" jsonb;
+`,
+	},
+	{
+		Version: 4,
+		Name:    "0004_skipjack_add_workers",
+		Up: `CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+
+CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_workers" (
+    "id" text PRIMARY KEY,
+    "expires_at" timestamptz NOT NULL,
+    "started_at" timestamptz NOT NULL DEFAULT now(),
+    "stopped_at" timestamptz
+);
 `,
 	},
 }

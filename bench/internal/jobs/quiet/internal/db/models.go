@@ -25,3 +25,11 @@ type SkipjackQuiet struct {
 	CancelRequested bool
 	Trace           []byte
 }
+
+// SkipjackSkipjackWorker is a row of the queue table.
+type SkipjackSkipjackWorker struct {
+	ID        string
+	ExpiresAt time.Time
+	StartedAt time.Time
+	StoppedAt *time.Time
+}

@@ -21,3 +21,10 @@ CREATE TABLE "skipjack"."notify_user" (
     "trace" jsonb,
     CONSTRAINT "notify_user_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
+    "id" text PRIMARY KEY,
+    "expires_at" timestamptz NOT NULL,
+    "started_at" timestamptz NOT NULL DEFAULT now(),
+    "stopped_at" timestamptz
+);

@@ -79,7 +79,7 @@ DELETE FROM "skipjack"."fast"
 WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running' AND NOT "cancel_requested";
 
 -- name: Resolve :many
--- Resolve retries, fails or snoozes the jobs that the given claims still own, keeping the last 10 errors.
+-- Resolve retries, fails, snoozes or releases the jobs that the given claims still own, keeping the last 10 errors. An attempt whose handler returned resets the job's rescue count (it did not crash its worker); a release (a job given back unstarted, or interrupted by shutdown or lease doubt) keeps it and, like a snooze, restores the attempt.
 WITH r AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
            unnest(sqlc.arg(claims)::integer[]) AS claim,
@@ -90,7 +90,7 @@ WITH r AS (
     SELECT j."id", x.outcome, x.delay, x.message,
            CASE
                WHEN j."cancel_requested" THEN 'failed'
-               WHEN x.outcome = 'snooze' THEN 'pending'
+               WHEN x.outcome IN ('snooze', 'release') THEN 'pending'
                WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
                ELSE 'failed'
            END AS next_state
@@ -105,11 +105,12 @@ WITH r AS (
 )
 UPDATE "skipjack"."fast" AS t
 SET "state" = locked.next_state,
-    "attempt" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "attempt" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "rescues" = CASE WHEN locked.outcome = 'release' THEN t."rescues" ELSE 0 END,
     "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
     "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
     "lease_expires_at" = NULL,
-    "errors" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."errors" ELSE (
+    "errors" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."errors" ELSE (
         SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
         FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
             'attempt', t."attempt", 'at', now(),
@@ -181,18 +182,21 @@ SET "state" = CASE WHEN t."cancel_requested" THEN 'failed' ELSE 'pending' END,
 WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked));
 
 -- name: Rescue :execrows
--- Rescue makes jobs whose lease lapsed pending again (restoring the attempt), or failed after 5 rescues.
+-- Rescue makes jobs whose lease lapsed and whose worker is not alive (its row in the workers table expired or is gone) pending again, restoring the attempt, or failed after 5 rescues. A worker that proves it is alive keeps its jobs whatever locks delayed the renewal of their leases. A rescue counts against the job (it may have killed its worker) unless its worker stopped cleanly (Gone marked its row stopped).
 WITH lapsed AS (
-    SELECT "id" FROM "skipjack"."fast"
-    WHERE "lease_expires_at" < now() AND "state" = 'running'
-    ORDER BY "lease_expires_at"
+    SELECT j."id", w."stopped_at" IS NULL AS crashed
+    FROM "skipjack"."fast" AS j
+    LEFT JOIN "skipjack"."_skipjack_workers" AS w ON w."id" = j."worker"
+    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+      AND (w."id" IS NULL OR w."expires_at" < now())
+    ORDER BY j."lease_expires_at"
     LIMIT sqlc.arg(max)
-    FOR NO KEY UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE OF j SKIP LOCKED
 )
 UPDATE "skipjack"."fast" AS t
 SET "state" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN 'failed' ELSE 'pending' END,
     "attempt" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
-    "rescues" = t."rescues" + 1,
+    "rescues" = t."rescues" + CASE WHEN lapsed.crashed THEN 1 ELSE 0 END,
     "run_at" = now(),
     "finished_at" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN now() END,
     "lease_expires_at" = NULL,
@@ -204,7 +208,24 @@ SET "state" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN 'failed' E
             'worker', t."worker"))) WITH ORDINALITY AS e
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     )
-WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed));
+FROM lapsed
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed)) AND t."id" = lapsed."id";
+
+-- name: Live :exec
+-- Live records that the worker with the given id is alive for lease from now: one row per running worker, renewed every lease/3, which no lock on a queue table or its rows can delay.
+INSERT INTO "skipjack"."_skipjack_workers" ("id", "expires_at")
+VALUES (sqlc.arg(worker)::text, now() + sqlc.arg(lease)::interval)
+ON CONFLICT ("id") DO UPDATE SET "expires_at" = EXCLUDED."expires_at";
+
+-- name: Gone :exec
+-- Gone marks the row of a worker that stops cleanly as expired and stopped, and deletes the rows of workers that expired an hour ago or more.
+WITH pruned AS (
+    DELETE FROM "skipjack"."_skipjack_workers"
+    WHERE "expires_at" < now() - interval '1 hour' AND "id" <> sqlc.arg(worker)::text
+)
+UPDATE "skipjack"."_skipjack_workers"
+SET "expires_at" = now(), "stopped_at" = now()
+WHERE "id" = sqlc.arg(worker)::text;
 
 -- name: PruneCompleted :execrows
 -- PruneCompleted deletes up to max completed jobs older than age.
@@ -263,12 +284,13 @@ ORDER BY "id"
 LIMIT sqlc.arg(max);
 
 -- name: Retry :execrows
--- Retry makes failed and scheduled jobs pending now; a failed job that used up its attempts gets one more.
+-- Retry makes failed and scheduled jobs pending now and resets their rescue count; a failed job that used up its attempts gets one more.
 UPDATE "skipjack"."fast" AS t
 SET "state" = 'pending',
     "run_at" = now(),
     "finished_at" = NULL,
     "cancel_requested" = false,
+    "rescues" = 0,
     "max_attempts" = CASE WHEN t."state" = 'failed' THEN greatest(t."max_attempts", t."attempt" + 1) ELSE t."max_attempts" END
 WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
   AND (t."state" = 'failed' OR (t."state" = 'pending' AND t."run_at" > now()));

@@ -13,6 +13,14 @@ type SkipjackSkipjackSlot struct {
 	Slot     time.Time
 }
 
+// SkipjackSkipjackWorker is a row of the queue table.
+type SkipjackSkipjackWorker struct {
+	ID        string
+	ExpiresAt time.Time
+	StartedAt time.Time
+	StoppedAt *time.Time
+}
+
 // SkipjackTick is a row of the queue table.
 type SkipjackTick struct {
 	ID              int64

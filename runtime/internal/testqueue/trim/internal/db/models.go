@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// SkipjackSkipjackWorker is a row of the queue table.
+type SkipjackSkipjackWorker struct {
+	ID        string
+	ExpiresAt time.Time
+	StartedAt time.Time
+	StoppedAt *time.Time
+}
+
 // SkipjackTrim is a row of the queue table.
 type SkipjackTrim struct {
 	ID              int64

@@ -25,3 +25,11 @@ type ShopJobsChargeCard struct {
 	CancelRequested bool
 	Trace           []byte
 }
+
+// ShopJobsSkipjackWorker is a row of the queue table.
+type ShopJobsSkipjackWorker struct {
+	ID        string
+	ExpiresAt time.Time
+	StartedAt time.Time
+	StoppedAt *time.Time
+}

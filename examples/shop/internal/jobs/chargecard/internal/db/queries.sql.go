@@ -275,6 +275,22 @@ func (q *Queries) Get(ctx context.Context, id int64) (GetRow, error) {
 	return i, err
 }
 
+const gone = `-- name: Gone :exec
+WITH pruned AS (
+    DELETE FROM "shop_jobs"."_skipjack_workers"
+    WHERE "expires_at" < now() - interval '1 hour' AND "id" <> $1::text
+)
+UPDATE "shop_jobs"."_skipjack_workers"
+SET "expires_at" = now(), "stopped_at" = now()
+WHERE "id" = $1::text
+`
+
+// Gone marks the row of a worker that stops cleanly as expired and stopped, and deletes the rows of workers that expired an hour ago or more.
+func (q *Queries) Gone(ctx context.Context, worker string) error {
+	_, err := q.db.Exec(ctx, gone, worker)
+	return err
+}
+
 const heartbeat = `-- name: Heartbeat :many
 WITH h AS (
     SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
@@ -394,6 +410,18 @@ func (q *Queries) List(ctx context.Context, afterID int64, state string, max int
 	return items, nil
 }
 
+const live = `-- name: Live :exec
+INSERT INTO "shop_jobs"."_skipjack_workers" ("id", "expires_at")
+VALUES ($1::text, now() + $2::interval)
+ON CONFLICT ("id") DO UPDATE SET "expires_at" = EXCLUDED."expires_at"
+`
+
+// Live records that the worker with the given id is alive for lease from now: one row per running worker, renewed every lease/3, which no lock on a queue table or its rows can delay.
+func (q *Queries) Live(ctx context.Context, worker string, lease time.Duration) error {
+	_, err := q.db.Exec(ctx, live, worker, lease)
+	return err
+}
+
 const now = `-- name: Now :one
 SELECT (now() + $1::interval)::timestamptz AS at
 `
@@ -485,16 +513,19 @@ func (q *Queries) Release(ctx context.Context, ids []int64, claims []int32) (int
 
 const rescue = `-- name: Rescue :execrows
 WITH lapsed AS (
-    SELECT "id" FROM "shop_jobs"."charge_card"
-    WHERE "lease_expires_at" < now() AND "state" = 'running'
-    ORDER BY "lease_expires_at"
+    SELECT j."id", w."stopped_at" IS NULL AS crashed
+    FROM "shop_jobs"."charge_card" AS j
+    LEFT JOIN "shop_jobs"."_skipjack_workers" AS w ON w."id" = j."worker"
+    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+      AND (w."id" IS NULL OR w."expires_at" < now())
+    ORDER BY j."lease_expires_at"
     LIMIT $1
-    FOR NO KEY UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE OF j SKIP LOCKED
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN 'failed' ELSE 'pending' END,
     "attempt" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
-    "rescues" = t."rescues" + 1,
+    "rescues" = t."rescues" + CASE WHEN lapsed.crashed THEN 1 ELSE 0 END,
     "run_at" = now(),
     "finished_at" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN now() END,
     "lease_expires_at" = NULL,
@@ -506,10 +537,11 @@ SET "state" = CASE WHEN t."rescues" >= 5 OR t."cancel_requested" THEN 'failed' E
             'worker', t."worker"))) WITH ORDINALITY AS e
         WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
     )
-WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed))
+FROM lapsed
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM lapsed)) AND t."id" = lapsed."id"
 `
 
-// Rescue makes jobs whose lease lapsed pending again (restoring the attempt), or failed after 5 rescues.
+// Rescue makes jobs whose lease lapsed and whose worker is not alive (its row in the workers table expired or is gone) pending again, restoring the attempt, or failed after 5 rescues. A worker that proves it is alive keeps its jobs whatever locks delayed the renewal of their leases. A rescue counts against the job (it may have killed its worker) unless its worker stopped cleanly (Gone marked its row stopped).
 func (q *Queries) Rescue(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, rescue, max)
 	if err != nil {
@@ -529,7 +561,7 @@ WITH r AS (
     SELECT j."id", x.outcome, x.delay, x.message,
            CASE
                WHEN j."cancel_requested" THEN 'failed'
-               WHEN x.outcome = 'snooze' THEN 'pending'
+               WHEN x.outcome IN ('snooze', 'release') THEN 'pending'
                WHEN x.outcome = 'retry' AND j."attempt" < j."max_attempts" THEN 'pending'
                ELSE 'failed'
            END AS next_state
@@ -544,11 +576,12 @@ WITH r AS (
 )
 UPDATE "shop_jobs"."charge_card" AS t
 SET "state" = locked.next_state,
-    "attempt" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "attempt" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
+    "rescues" = CASE WHEN locked.outcome = 'release' THEN t."rescues" ELSE 0 END,
     "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
     "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
     "lease_expires_at" = NULL,
-    "errors" = CASE WHEN locked.outcome = 'snooze' AND locked.next_state = 'pending' THEN t."errors" ELSE (
+    "errors" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."errors" ELSE (
         SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
         FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
             'attempt', t."attempt", 'at', now(),
@@ -561,7 +594,7 @@ WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
 RETURNING t."id"
 `
 
-// Resolve retries, fails or snoozes the jobs that the given claims still own, keeping the last 10 errors.
+// Resolve retries, fails, snoozes or releases the jobs that the given claims still own, keeping the last 10 errors. An attempt whose handler returned resets the job's rescue count (it did not crash its worker); a release (a job given back unstarted, or interrupted by shutdown or lease doubt) keeps it and, like a snooze, restores the attempt.
 func (q *Queries) Resolve(ctx context.Context, ids []int64, claims []int32, outcomes []string, delays []time.Duration, messages []string) ([]int64, error) {
 	rows, err := q.db.Query(ctx, resolve,
 		ids,
@@ -594,12 +627,13 @@ SET "state" = 'pending',
     "run_at" = now(),
     "finished_at" = NULL,
     "cancel_requested" = false,
+    "rescues" = 0,
     "max_attempts" = CASE WHEN t."state" = 'failed' THEN greatest(t."max_attempts", t."attempt" + 1) ELSE t."max_attempts" END
 WHERE t."id" = ANY($1::bigint[])
   AND (t."state" = 'failed' OR (t."state" = 'pending' AND t."run_at" > now()))
 `
 
-// Retry makes failed and scheduled jobs pending now; a failed job that used up its attempts gets one more.
+// Retry makes failed and scheduled jobs pending now and resets their rescue count; a failed job that used up its attempts gets one more.
 func (q *Queries) Retry(ctx context.Context, ids []int64) (int64, error) {
 	result, err := q.db.Exec(ctx, retry, ids)
 	if err != nil {

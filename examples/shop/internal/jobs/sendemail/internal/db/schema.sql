@@ -21,3 +21,10 @@ CREATE TABLE "shop_jobs"."send_email" (
     "trace" jsonb,
     CONSTRAINT "send_email_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_workers" (
+    "id" text PRIMARY KEY,
+    "expires_at" timestamptz NOT NULL,
+    "started_at" timestamptz NOT NULL DEFAULT now(),
+    "stopped_at" timestamptz
+);
