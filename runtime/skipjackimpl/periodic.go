@@ -34,15 +34,73 @@ type Schedule struct {
 // CronSchedule builds a cron schedule from the expression and time zone
 // the generator validated, parsed by parse (the generated package passes
 // robfig/cron's ParseStandard, so the runtime links no cron library).
+//
+// The expression describes wall-clock times in the time zone, and each
+// wall-clock time is one slot, across daylight-saving changes too: a time
+// the clock skips (02:30 on the night it springs forward) runs as much
+// later as the clock jumped (03:30), and a time the clock passes twice
+// (01:30 on the night it falls back) runs once, at its first occurrence.
 func CronSchedule[S interface{ Next(time.Time) time.Time }](index int, expr, timezone string, parse func(string) (S, error), payload, missed string) Schedule {
 	s := Schedule{Index: index, Payload: payload, Missed: missed}
-	sched, err := parse("CRON_TZ=" + timezone + " " + expr)
+	loc, err := time.LoadLocation(timezone)
 	if err != nil {
 		s.Err = fmt.Errorf("schedule %d (%q in %s): %w", index, expr, timezone, err)
 		return s
 	}
-	s.Next = sched.Next
+	// Evaluated on a floating wall clock (UTC has no daylight saving),
+	// then placed in the time zone.
+	sched, err := parse("CRON_TZ=UTC " + expr)
+	if err != nil {
+		s.Err = fmt.Errorf("schedule %d (%q in %s): %w", index, expr, timezone, err)
+		return s
+	}
+	s.Next = wallClockNext(sched.Next, loc)
 	return s
+}
+
+// wallClockNext returns the Next of a schedule whose floating wall-clock
+// slots (computed in UTC by next) are wall-clock times in loc.
+func wallClockNext(next func(time.Time) time.Time, loc *time.Location) func(time.Time) time.Time {
+	return func(t time.Time) time.Time {
+		w := floating(t.In(loc))
+		for range 1000 { // a slot a year at least: a few steps
+			if w = next(w); w.IsZero() {
+				return w
+			}
+			if at := inZone(w, loc); at.After(t) {
+				return at
+			}
+		}
+		return time.Time{}
+	}
+}
+
+// floating returns the wall-clock time of t as the same reading in UTC.
+func floating(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+// inZone returns the instant at which loc's clocks read the floating
+// wall-clock time w: the first one when they read it twice, and the
+// reading shifted by the jump when they skip it.
+func inZone(w time.Time, loc *time.Location) time.Time {
+	at := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc)
+	if floating(at).Equal(w) {
+		// Go picks one of two readings of a repeated time; the first is
+		// the one an hour (or the size of the change) earlier, if it
+		// reads the same.
+		for _, back := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} {
+			if earlier := at.Add(-back); floating(earlier.In(loc)).Equal(w) {
+				return earlier
+			}
+		}
+		return at
+	}
+	// A skipped time: Go reads it with the offset before the change; move
+	// it by the size of the change, to the same distance past the jump.
+	_, before := at.Zone()
+	_, after := at.Add(24 * time.Hour).Zone()
+	return at.Add(time.Duration(after-before) * time.Second)
 }
 
 // EverySchedule builds an "@every d" schedule.

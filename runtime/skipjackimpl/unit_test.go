@@ -235,3 +235,68 @@ func TestResolveSplitsRejectedBatch(t *testing.T) {
 		t.Errorf("%d Resolve statements for one bad row among 16, want a binary search", f.resolveCalls)
 	}
 }
+
+// dailyAt is a cron schedule of one wall-clock time a day, in UTC, as the
+// generated package's parser returns for "CRON_TZ=UTC M H * * *".
+type dailyAt struct{ hour, minute int }
+
+func (d dailyAt) Next(t time.Time) time.Time {
+	t = t.UTC()
+	at := time.Date(t.Year(), t.Month(), t.Day(), d.hour, d.minute, 0, 0, time.UTC)
+	if !at.After(t) {
+		at = at.AddDate(0, 0, 1)
+	}
+	return at
+}
+
+// TestCronSlotsAcrossDST pins the daylight-saving rule of cron slots in
+// America/New_York: each wall-clock time is one slot. On the night the
+// clock springs forward (2026-03-08, 02:00 -> 03:00) a 02:30 slot runs at
+// 03:30; on the night it falls back (2026-11-01, 02:00 -> 01:00) a 01:30
+// slot runs once, at its first occurrence (EDT).
+func TestCronSlotsAcrossDST(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	tests := []struct {
+		name         string
+		hour, minute int
+		from         time.Time
+		want         []string // RFC 3339 in New York
+	}{
+		{"skipped time runs after the jump", 2, 30, time.Date(2026, 3, 7, 12, 0, 0, 0, ny),
+			[]string{"2026-03-08T03:30:00-04:00", "2026-03-09T02:30:00-04:00"}},
+		{"repeated time runs once", 1, 30, time.Date(2026, 10, 31, 12, 0, 0, 0, ny),
+			[]string{"2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"}},
+		{"ordinary days", 6, 0, time.Date(2026, 6, 1, 12, 0, 0, 0, ny),
+			[]string{"2026-06-02T06:00:00-04:00", "2026-06-03T06:00:00-04:00"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := CronSchedule(0, "x", "America/New_York", func(string) (dailyAt, error) {
+				return dailyAt{tc.hour, tc.minute}, nil
+			}, "{}", "skip")
+			if s.Err != nil {
+				t.Fatal(s.Err)
+			}
+			at := tc.from
+			for _, want := range tc.want {
+				at = s.after(at)
+				if got := at.In(ny).Format(time.RFC3339); got != want {
+					t.Fatalf("slot after %v = %s, want %s", at, got, want)
+				}
+			}
+			// From inside the repeated hour's second pass, the slot
+			// already run is not run again.
+			if tc.hour == 1 {
+				second := time.Date(2026, 11, 1, 6, 10, 0, 0, time.UTC) // 01:10 EST
+				if got := s.after(second).In(ny).Format(time.RFC3339); got != "2026-11-02T01:30:00-05:00" {
+					t.Errorf("slot after 01:10 EST = %s, want the next day's", got)
+				}
+			}
+		})
+	}
+}
