@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/fast"
@@ -364,7 +364,7 @@ func TestAckRacingCancel(t *testing.T) {
 // insert and its lookup of the job that holds the key.
 type racingDB struct {
 	skipjack.DBTX
-	pool  interface{ Exec(context.Context, string, ...any) (pgconn.CommandTag, error) }
+	pool  *pgxpool.Pool
 	calls int
 	sql   string
 	t     testing.TB

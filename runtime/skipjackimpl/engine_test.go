@@ -110,8 +110,8 @@ func (f *fakeStore) Heartbeat(_ context.Context, ids []int64, _ []int32, _ time.
 }
 
 func (f *fakeStore) Release(context.Context, []int64, []int32) (int64, error) { return 0, nil }
-func (f *fakeStore) Live(context.Context, string, time.Duration) error         { return nil }
-func (f *fakeStore) Gone(context.Context, string) error                        { return nil }
+func (f *fakeStore) Live(context.Context, string, time.Duration) error        { return nil }
+func (f *fakeStore) Gone(context.Context, string) error                       { return nil }
 func (f *fakeStore) Rescue(context.Context, int) (int64, error)               { return 0, nil }
 func (f *fakeStore) Prune(context.Context, time.Duration, time.Duration, int) (int64, error) {
 	return 0, nil

@@ -187,7 +187,7 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	r.inflight--
 	r.stopTimeoutLocked(e)
 	e.cancel = nil
-	results := -1 // unflushed results after this one, when it is one
+	results := -1                   // unflushed results after this one, when it is one
 	acked := ackedInTx(e.job, true) // forgotten whatever happens next
 	switch {
 	case e.lost || e.abandoned:
