@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
+)
+
+// opsProject copies the shop example's skipjack.yaml and migrations, and
+// nothing else, into a fresh folder: what an on-call engineer has. It
+// returns the path of the copied YAML.
+func opsProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "examples", "shop")
+	copyFile(t, filepath.Join(src, "skipjack.yaml"), filepath.Join(dir, "skipjack.yaml"))
+	ups, err := filepath.Glob(filepath.Join(src, "migrations", "*.sql"))
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("no migrations in %s: %v", src, err)
+	}
+	for _, f := range ups {
+		copyFile(t, f, filepath.Join(dir, "migrations", filepath.Base(f)))
+	}
+	return filepath.Join(dir, "skipjack.yaml")
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, to, string(data))
+}
+
+// applyMigrations applies the plain-format up migrations next to yaml with
+// the runtime's applier, as the generated Migrate does.
+func applyMigrations(t *testing.T, pool *pgxpool.Pool, yaml, configName, schema string) {
+	t.Helper()
+	ups, err := filepath.Glob(filepath.Join(filepath.Dir(yaml), "migrations", "*.up.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []skipjackimpl.Migration
+	for _, f := range ups {
+		name := strings.TrimSuffix(filepath.Base(f), ".up.sql")
+		version, err := strconv.Atoi(name[:strings.IndexByte(name, '_')])
+		if err != nil {
+			t.Fatalf("migration %s: %v", f, err)
+		}
+		up, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, skipjackimpl.Migration{Version: version, Name: name, Up: string(up)})
+	}
+	if err := skipjackimpl.Migrate(t.Context(), pool, skipjackimpl.MigrateParams{Config: configName, Schema: schema, Migrations: ms}); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+}
+
+// shopDatabase returns a fresh database with the shop example's tables and
+// three jobs: two pending send_email jobs (ids 1 and 2) and one failed
+// resize_image job.
+func shopDatabase(t *testing.T, yaml string) string {
+	t.Helper()
+	dbURL := skipjacktest.NewDatabase(t)
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	applyMigrations(t, pool, yaml, "shop", "shop_jobs")
+	_, err = pool.Exec(t.Context(), `
+INSERT INTO shop_jobs.send_email (payload) VALUES ('{"to": "a@example.com"}'), ('{"to": "b@example.com"}');
+INSERT INTO shop_jobs.resize_image (payload, state, finished_at, errors)
+VALUES ('{"image_id": 7}', 'failed', now(), '[{"attempt": 3, "at": "2026-01-02T03:04:05Z", "error": "boom", "worker": "w1"}]');`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
+}
+
+// TestWithoutGo runs stats, jobs list and jobs show as an on-call engineer
+// would: the skipjack binary, a folder holding only skipjack.yaml and its
+// migrations (no go.mod, no generated code), a database URL, and no go
+// command on PATH. Each must answer correctly in under a second.
+func TestWithoutGo(t *testing.T) {
+	t.Parallel()
+	yaml := opsProject(t)
+	dbURL := shopDatabase(t, yaml)
+	exe, err := exec.LookPath("skipjack") // testscript.Main put this test binary there
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		want []string // substrings of stdout
+	}{
+		{[]string{"stats"}, []string{"send_email", "resize_image", "charge_card"}},
+		{[]string{"stats", "--json"}, []string{`"queue": "send_email"`, `"pending": 2`, `"oldest_pending_seconds": `}},
+		{[]string{"jobs", "list", "send_email"}, []string{"1           pending", "2           pending"}},
+		{[]string{"jobs", "list", "resize_image", "--state", "failed", "--json"}, []string{`"image_id": 7`, `"error": "boom"`}},
+		{[]string{"jobs", "show", "send_email", "2"}, []string{"job 2 of send_email", `"to": "b@example.com"`}},
+		{[]string{"jobs", "show", "resize_image", "1", "--json"}, []string{`"state": "failed"`, `"worker": "w1"`}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := exec.Command(exe, tt.args...)
+			cmd.Dir = filepath.Dir(yaml)
+			cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				}
+			}
+			t.Logf("took %v", took)
+			if took >= time.Second {
+				t.Errorf("took %v, want under 1s", took)
+			}
+		})
+	}
+}
+
+// TestUIWithoutGo starts skipjack ui as a subprocess in a folder holding
+// only skipjack.yaml and its migrations, with no go command on PATH, and
+// reads the overview with the jobs' counts within 3 s of the start; then
+// it interrupts ui, which must stop cleanly.
+func TestUIWithoutGo(t *testing.T) {
+	t.Parallel()
+	yaml := opsProject(t)
+	dbURL := shopDatabase(t, yaml)
+	exe, err := exec.LookPath("skipjack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "ui", "--listen", "127.0.0.1:0")
+	cmd.Dir = filepath.Dir(yaml)
+	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		t.Fatalf("ui printed nothing; stderr:\n%s", stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	m := regexp.MustCompile(`^skipjack ui: serving 3 queues of shop on (http://127\.0\.0\.1:\d+/) \(read-only\); Ctrl-C stops$`).FindStringSubmatch(lines.Text())
+	if m == nil {
+		t.Fatalf("ui's first line %q does not say where it serves", lines.Text())
+	}
+	res, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	took := time.Since(start)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", m[1], res.StatusCode, body)
+	}
+	for _, want := range []string{`<tr data-queue="charge_card">`, `aria-label="send_email: 2 pending">2</a>`, `aria-label="resize_image: 1 failed">1</a>`, "read-only"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("overview lacks %q:\n%s", want, body)
+		}
+	}
+	t.Logf("overview served %v after the start", took)
+	if took >= 3*time.Second {
+		t.Errorf("overview served %v after the start, want under 3s", took)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ui after an interrupt: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ui did not stop within 30s of an interrupt")
+	}
+}
+
+// TestStatsJSONUnits checks that stats --json gives the oldest pending
+// job's wait in seconds, under a name that says so.
+func TestStatsJSONUnits(t *testing.T) {
+	t.Parallel()
+	yaml := opsProject(t)
+	dbURL := shopDatabase(t, yaml)
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	// The oldest due job has waited 90 s.
+	if _, err := pool.Exec(t.Context(), `UPDATE shop_jobs.send_email SET run_at = now() - interval '90 seconds' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := stats(options{file: yaml, dbURL: dbURL, asJSON: true}, env{stdout: &out, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("stats --json: %v\n%s", err, out.String())
+	}
+	got, ok := rows[0]["oldest_pending_seconds"].(float64)
+	if !ok || got < 90 || got > 120 {
+		t.Errorf("send_email oldest_pending_seconds = %v, want about 90:\n%s", rows[0]["oldest_pending_seconds"], out.String())
+	}
+	if _, ok := rows[0]["oldest_pending"]; ok {
+		t.Errorf("stats --json still has oldest_pending (nanoseconds):\n%s", out.String())
+	}
+}
