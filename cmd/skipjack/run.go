@@ -157,7 +157,11 @@ func run(args []string, e env) int {
 		return exitUsage
 	}
 	if c == nil {
-		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", name, usage())
+		names := make([]string, len(commands))
+		for i, c := range commands {
+			names[i] = c.name
+		}
+		fmt.Fprintf(e.stderr, "skipjack: unknown command %q%s\n\n%s", name, config.DidYouMean(name, names), usage())
 		return exitUsage
 	}
 	o, fs, err := c.parse(rest, e.stderr)
@@ -294,9 +298,47 @@ func generate(file string, allowBreaking bool, e env) error {
 		// The files are written; they just do not build yet.
 		fmt.Fprintf(e.stderr, "skipjack generate: note: %v\n", err)
 	}
-	fmt.Fprintf(e.stdout, "skipjack: %s, %s up to date (%d changed) in %v\n",
-		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "file"), len(touched), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(e.stdout, "skipjack: %s, %s: %s in %v\n",
+		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "generated file"), changes(out, touched), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// changes says what generate's Write did: "all up to date", or how many
+// generated files it wrote, how many new migrations and how many stale
+// files it deleted ("wrote 17, 2 new migrations").
+func changes(out *generator.Output, touched []string) string {
+	kind := map[string]string{}
+	for _, f := range out.Files {
+		kind[f.Path] = "generated"
+	}
+	for _, f := range out.NewMigrations {
+		kind[f.Path] = "migration"
+	}
+	var wrote, migrations, deleted int
+	for _, p := range touched {
+		switch kind[p] {
+		case "generated":
+			wrote++
+		case "migration":
+			migrations++
+		default:
+			deleted++
+		}
+	}
+	var parts []string
+	if wrote > 0 {
+		parts = append(parts, fmt.Sprintf("wrote %d", wrote))
+	}
+	if migrations > 0 {
+		parts = append(parts, plural(migrations, "new migration"))
+	}
+	if deleted > 0 {
+		parts = append(parts, "deleted "+plural(deleted, "stale file"))
+	}
+	if len(parts) == 0 {
+		return "all up to date"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func check(file string, allowBreaking bool, e env) error {
