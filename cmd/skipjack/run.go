@@ -86,6 +86,14 @@ var commands = append([]command{
 		run: stats,
 	},
 	{
+		name: "schema", synopsis: "",
+		summary: "print the JSON Schema of skipjack.yaml, for editors and linters",
+		run: func(_ options, e env) error {
+			_, err := e.stdout.Write(config.JSONSchema())
+			return err
+		},
+	},
+	{
 		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--actions]",
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
