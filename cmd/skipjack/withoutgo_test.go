@@ -244,3 +244,33 @@ func TestStatsJSONUnits(t *testing.T) {
 		t.Errorf("stats --json still has oldest_pending (nanoseconds):\n%s", out.String())
 	}
 }
+
+// TestOpsMessagesBeforeMigrate runs stats and jobs on a database the
+// migrations were not applied to: each says which table is missing and
+// what to run, with one prefix per layer (command, queue), not repeated.
+func TestOpsMessagesBeforeMigrate(t *testing.T) {
+	t.Parallel()
+	yaml := opsProject(t)
+	dbURL := skipjacktest.NewDatabase(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stats"}, `skipjack stats: send_email: table "shop_jobs"."send_email" does not exist; apply the migrations first (skipjack migrate): ERROR: relation "shop_jobs.send_email" does not exist (SQLSTATE 42P01)` + "\n"},
+		{[]string{"jobs", "show", "charge_card", "7"}, `skipjack jobs show: charge_card: table "shop_jobs"."charge_card" does not exist; apply the migrations first (skipjack migrate): ERROR: relation "shop_jobs.charge_card" does not exist (SQLSTATE 42P01)` + "\n"},
+		{[]string{"jobs", "retry", "resize_image", "--state", "failed"}, `skipjack jobs retry: resize_image: table "shop_jobs"."resize_image" does not exist; apply the migrations first (skipjack migrate): ERROR: relation "shop_jobs.resize_image" does not exist (SQLSTATE 42P01)` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "-f", yaml, "--database-url", dbURL), env{stdout: &stdout, stderr: &stderr})
+			if code != exitFailure {
+				t.Errorf("exit status %d, want %d", code, exitFailure)
+			}
+			if stderr.String() != tt.want {
+				t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), tt.want)
+			}
+		})
+	}
+}
