@@ -274,3 +274,49 @@ func TestOpsMessagesBeforeMigrate(t *testing.T) {
 		})
 	}
 }
+
+// TestJobsRetryCancelWithoutGo retries and cancels jobs with the CLI on
+// the shop tables and checks the rows: the write paths of the admin
+// queries that stats, jobs and ui run from the YAML.
+func TestJobsRetryCancelWithoutGo(t *testing.T) {
+	t.Parallel()
+	yaml := opsProject(t)
+	dbURL := shopDatabase(t, yaml)
+	tests := []struct {
+		args   []string
+		stdout string
+		query  string // true afterwards
+	}{
+		{[]string{"jobs", "retry", "resize_image", "1", "9"}, "resize_image: retried 1 of 1 job\n",
+			`SELECT count(*) = 1 FROM shop_jobs.resize_image WHERE id = 1 AND state = 'pending' AND finished_at IS NULL`},
+		{[]string{"jobs", "cancel", "send_email", "--state", "pending"}, "send_email: cancelled 2 of 2 jobs in state pending\n",
+			`SELECT count(*) = 2 FROM shop_jobs.send_email WHERE state = 'failed' AND errors->-1->>'error' = 'cancelled'`},
+	}
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := run(append(tt.args, "-f", yaml, "--database-url", dbURL), env{stdout: &stdout, stderr: &stderr})
+		if stdout.String() != tt.stdout {
+			t.Errorf("%v: stdout %q, want %q (stderr %q)", tt.args, stdout.String(), tt.stdout, stderr.String())
+		}
+		if tt.args[2] == "resize_image" {
+			// Job 9 does not exist: exit 1 and say so.
+			if code != exitFailure || stderr.String() != "skipjack jobs retry: resize_image: no job with id 9\n" {
+				t.Errorf("%v: exit %d, stderr %q", tt.args, code, stderr.String())
+			}
+		} else if code != exitOK {
+			t.Errorf("%v: exit %d, stderr %q", tt.args, code, stderr.String())
+		}
+		var ok bool
+		if err := pool.QueryRow(t.Context(), tt.query).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Errorf("%v: afterwards, %s is false", tt.args, tt.query)
+		}
+	}
+}
