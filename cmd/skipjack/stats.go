@@ -23,6 +23,11 @@ type queueStats struct {
 	// OldestPendingSeconds is how long the oldest due pending job has
 	// waited, in seconds (millisecond precision).
 	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	// OldestPending is the same in nanoseconds (a time.Duration), the key
+	// that stats --json printed first; kept for the scripts that read it.
+	//
+	// Deprecated: use OldestPendingSeconds.
+	OldestPending time.Duration `json:"oldest_pending"`
 }
 
 // stats prints the counts of every live queue, as a table or as JSON.
@@ -38,6 +43,7 @@ func stats(o options, e env) error {
 				Queue: q.Name(), Pending: s.Pending, Scheduled: s.Scheduled, Running: s.Running,
 				Completed: s.Completed, Failed: s.Failed,
 				OldestPendingSeconds: s.OldestPending.Round(time.Millisecond).Seconds(),
+				OldestPending:        s.OldestPending,
 			})
 		}
 		if o.asJSON {
