@@ -51,8 +51,9 @@ type command struct {
 	synopsis string // the flags and arguments after the command's name
 	summary  string
 	// database: the command takes --database-url (default $DATABASE_URL)
-	// and needs a database; json: it takes --json.
-	database, json bool
+	// and needs a database; json: it takes --json; noConfig: it reads no
+	// skipjack.yaml, so it takes no -f.
+	database, json, noConfig bool
 	// flags adds the command's own flags, or is nil.
 	flags func(fs *flag.FlagSet, o *options)
 	// args parses the command's positional arguments into o (a returned
@@ -87,7 +88,8 @@ var commands = append([]command{
 	},
 	{
 		name: "schema", synopsis: "",
-		summary: "print the JSON Schema of skipjack.yaml, for editors and linters",
+		summary:  "print the JSON Schema of skipjack.yaml, for editors and linters",
+		noConfig: true,
 		run: func(_ options, e env) error {
 			_, err := e.stdout.Write(config.JSONSchema())
 			return err
@@ -116,7 +118,9 @@ func usage() string {
 func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("skipjack "+c.name, flag.ContinueOnError)
 	fs.SetOutput(w)
-	fs.StringVar(&o.file, "f", "skipjack.yaml", "the config `FILE` (default ./skipjack.yaml)")
+	if !c.noConfig {
+		fs.StringVar(&o.file, "f", "skipjack.yaml", "the config `FILE` (default ./skipjack.yaml)")
+	}
 	if c.database {
 		fs.StringVar(&o.dbURL, "database-url", os.Getenv("DATABASE_URL"), "the database `URL` (default $DATABASE_URL)")
 	}
@@ -127,7 +131,11 @@ func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
 		c.flags(fs, o)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(w, "usage: skipjack %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis, strings.Join(strings.Fields(c.summary), " "))
+		fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace("skipjack "+c.name+" "+c.synopsis), strings.Join(strings.Fields(c.summary), " "))
+		if c.noConfig && !c.database && !c.json && c.flags == nil {
+			return
+		}
+		fmt.Fprint(w, "\nflags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, help := flag.UnquoteUsage(f)
 			dash := "-"
