@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 )
 
 // admin creates and drops the benchmark's databases through a connection to
@@ -17,6 +18,9 @@ type admin struct {
 	base *url.URL
 	conn *pgx.Conn
 	seq  int
+	// prefix starts every database name: $SKIPJACK_TEST_PREFIX, as for
+	// the tests (skipjacktest.Prefix), then "bench_".
+	prefix string
 }
 
 func newAdmin(ctx context.Context, databaseURL string) (*admin, error) {
@@ -24,11 +28,15 @@ func newAdmin(ctx context.Context, databaseURL string) (*admin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
+	prefix, err := skipjacktest.Prefix()
+	if err != nil {
+		return nil, err
+	}
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", u.Redacted(), err)
 	}
-	return &admin{base: u, conn: conn}, nil
+	return &admin{base: u, conn: conn, prefix: prefix + "bench_"}, nil
 }
 
 func (a *admin) close(ctx context.Context) { _ = a.conn.Close(ctx) }
@@ -45,7 +53,7 @@ func (a *admin) dsn(name string) string {
 // processes on one server do not collide.
 func (a *admin) freshDB(ctx context.Context, system, phase string) (string, string, error) {
 	a.seq++
-	name := fmt.Sprintf("skjbench_%s_%s_%d_%d", strings.ReplaceAll(system, "-", "_"), phase, pid, a.seq)
+	name := fmt.Sprintf("%s%s_%s_%d_%d", a.prefix, strings.ReplaceAll(system, "-", "_"), phase, pid, a.seq)
 	if _, err := a.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 		return "", "", fmt.Errorf("drop database %s: %w", name, err)
 	}

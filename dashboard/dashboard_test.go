@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -413,5 +414,66 @@ func TestOverviewFiguresAreShared(t *testing.T) {
 	do(t, h, httptest.NewRequest("GET", "/", nil))
 	if got := statsCalls(); got != 2 {
 		t.Fatalf("an overview after overviewMaxAge: %d Stats calls, want 2", got)
+	}
+}
+
+// TestScheduledTab checks the queue page's Scheduled tab, which the
+// overview's Scheduled column links to: it lists only pending jobs whose
+// run_at is in the future.
+func TestScheduledTab(t *testing.T) {
+	t.Parallel()
+	h, alpha := newTestHandler(t, Config{PageSize: 25})
+	_, overview := do(t, h, httptest.NewRequest("GET", "/", nil))
+	if !strings.Contains(overview, `href="./queues/alpha?state=scheduled" aria-label="alpha: 1 scheduled">1</a>`) {
+		t.Errorf("the overview's Scheduled column does not link to the tab:\n%s", overview)
+	}
+	_, body := do(t, h, httptest.NewRequest("GET", "/queues/alpha?state=scheduled", nil))
+	if got := strings.Count(body, "<tr data-job="); got != 1 {
+		t.Errorf("%d rows, want 1 (job 3, the only scheduled one):\n%s", got, body)
+	}
+	if !strings.Contains(body, `<tr data-job="3"`) {
+		t.Errorf("job 3 is not listed:\n%s", body)
+	}
+	if !strings.Contains(body, ">Scheduled") {
+		t.Errorf("no Scheduled tab:\n%s", body)
+	}
+	_, _, lists := alpha.calls()
+	if want := (skipjack.ListParams{State: skipjack.StatePending, Limit: scheduledScan.size}); len(lists) != 1 || lists[0] != want {
+		t.Errorf("List calls %+v, want one %+v", lists, want)
+	}
+}
+
+// TestListScheduledBound checks that the Scheduled tab's scan of pending
+// jobs stops at its bound and says where to continue, and finds the
+// scheduled jobs beyond it on the next page.
+func TestListScheduledBound(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue("alpha", 60, testNow)
+	for _, id := range []int64{3, 4, 50} {
+		q.jobs[id].RunAt = testNow.Add(time.Hour)
+	}
+	tests := []struct {
+		after      int64
+		limit      int
+		wantIDs    []int64
+		wantResume int64
+	}{
+		{0, 10, []int64{3, 4}, 32}, // 3 pages of 10 pending jobs (ids 3..32), then the bound
+		{32, 10, []int64{50}, 0},   // the rest, found before the bound
+		{0, 1, []int64{3}, 0},      // a full page stops the scan
+		{50, 10, nil, 0},           // nothing after the last one
+	}
+	for _, tt := range tests {
+		recs, resume, err := listScheduled(t.Context(), q, tt.after, tt.limit, testNow, scanBound{pages: 3, size: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+		if !slices.Equal(ids, tt.wantIDs) || resume != tt.wantResume {
+			t.Errorf("after %d, limit %d: ids %v, resume %d; want %v, %d", tt.after, tt.limit, ids, resume, tt.wantIDs, tt.wantResume)
+		}
 	}
 }

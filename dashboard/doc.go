@@ -24,11 +24,10 @@
 // the prefix.
 //
 // `skipjack ui --database-url URL [--listen 127.0.0.1:8080] [--actions]`
-// runs it standalone over the queues of a skipjack.yaml, through the
-// module's own generated code, so the module must require this one (go get
-// github.com/skipjack-dev/skipjack/dashboard; a module that does not import
-// it anywhere else keeps the requirement through go mod tidy with a blank
-// import in a file of its own).
+// runs it standalone over the queues of a skipjack.yaml: the skipjack
+// binary links this package and reads the queue tables with the queries of
+// their generated Admin, so it needs only the YAML and the database, not
+// your module or a Go toolchain.
 //
 // # Safety
 //

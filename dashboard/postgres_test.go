@@ -392,7 +392,11 @@ func TestPostgresDashboardRoles(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
 	ctx := t.Context()
-	role := "skipjack_dashboard_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	prefix, err := skipjacktest.Prefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := prefix + "dashboard_ro_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	exec := func(stmts ...string) {
 		t.Helper()
 		for _, stmt := range stmts {

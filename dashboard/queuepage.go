@@ -14,8 +14,49 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
+// stateScheduled is the Scheduled tab's filter: pending jobs whose run_at
+// is in the future (delays, backoffs, snoozes), the overview's Scheduled
+// column. It is no stored state, so List cannot filter by it; the tab reads
+// pending jobs and keeps the scheduled ones (listScheduled).
+const stateScheduled = "scheduled"
+
 // The states a queue page filters by, in tab order; "" is every state.
-var listStates = []string{"", skipjack.StatePending, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed}
+var listStates = []string{"", skipjack.StatePending, stateScheduled, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed}
+
+// scanBound bounds the pending jobs one Scheduled page reads: pages pages
+// of size jobs.
+type scanBound struct{ pages, size int }
+
+// scheduledScan is the bound of the Scheduled tab: a queue with a large
+// due backlog ahead of its scheduled jobs costs a bounded request (at most
+// 10 List calls of 1000, List's cap); the page then ends early with a link
+// that continues the scan.
+var scheduledScan = scanBound{pages: 10, size: 1000}
+
+// listScheduled returns up to limit pending jobs with ids above after
+// whose run_at is after now, in id order, reading at most scan. When it
+// stopped at that bound with fewer, resume is the last id it read
+// (continue after it); otherwise 0.
+func listScheduled(ctx context.Context, q skipjack.QueueAdmin, after int64, limit int, now time.Time, scan scanBound) (recs []*skipjack.Record[json.RawMessage], resume int64, err error) {
+	for range scan.pages {
+		page, err := q.List(ctx, skipjack.ListParams{State: skipjack.StatePending, AfterID: after, Limit: scan.size})
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, rec := range page {
+			if rec.RunAt.After(now) {
+				if recs = append(recs, rec); len(recs) == limit {
+					return recs, 0, nil
+				}
+			}
+		}
+		if len(page) < scan.size {
+			return recs, 0, nil
+		}
+		after = page[len(page)-1].ID
+	}
+	return recs, after, nil
+}
 
 // tab is one state filter of a queue page.
 type tab struct {
@@ -116,14 +157,24 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 	}
 	if d.ListErr == "" {
 		// One more than a page tells whether a next page exists.
-		recs, err := q.List(ctx, skipjack.ListParams{State: d.State, AfterID: d.After, Limit: h.cfg.PageSize + 1})
+		var recs []*skipjack.Record[json.RawMessage]
+		var resume int64
+		var err error
+		if d.State == stateScheduled {
+			recs, resume, err = listScheduled(ctx, q, d.After, h.cfg.PageSize+1, now, scheduledScan)
+		} else {
+			recs, err = q.List(ctx, skipjack.ListParams{State: d.State, AfterID: d.After, Limit: h.cfg.PageSize + 1})
+		}
 		if err != nil {
 			status = http.StatusInternalServerError
 			d.ListErr = h.failed(ctx, "list", name, err)
 		}
-		if len(recs) > h.cfg.PageSize {
+		switch {
+		case len(recs) > h.cfg.PageSize:
 			recs = recs[:h.cfg.PageSize]
 			d.NextURL = base + queuePath(name, d.State, recs[len(recs)-1].ID)
+		case resume > 0:
+			d.NextURL = base + queuePath(name, d.State, resume)
 		}
 		for _, rec := range recs {
 			d.Jobs = append(d.Jobs, newJobRow(base, name, rec, now))
@@ -155,7 +206,7 @@ func newJobRow(base, queue string, rec *skipjack.Record[json.RawMessage], now ti
 	return row
 }
 
-// validState reports whether s is a state List filters by ("" is all).
+// validState reports whether s is a state tab's filter ("" is all).
 func validState(s string) bool {
 	for _, v := range listStates {
 		if s == v {
@@ -174,11 +225,14 @@ func stateTitle(s string) string {
 }
 
 // stateCount is the count the stats give for a state tab; pending there
-// includes the scheduled jobs, as List's pending does.
+// includes the scheduled jobs, as List's pending does, and Scheduled
+// counts them alone.
 func stateCount(st skipjack.Stats, s string) int64 {
 	switch s {
 	case skipjack.StatePending:
 		return st.Pending + st.Scheduled
+	case stateScheduled:
+		return st.Scheduled
 	case skipjack.StateRunning:
 		return st.Running
 	case skipjack.StateCompleted:

@@ -5,14 +5,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue"
@@ -33,51 +31,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// exampleDatabases are the databases examples created.
-var exampleDatabases []string
+// dropExamples drop the databases examples created.
+var dropExamples []func(context.Context) error
 
 // exampleDatabaseURL creates a fresh database for an example (which has no
 // testing.T to clean up after it); TestMain drops it.
 func exampleDatabaseURL() string {
-	base, err := skipjacktest.ServerURL()
+	u, drop, err := skipjacktest.CreateDatabase(context.Background(), "example_")
 	if err != nil {
 		panic(err)
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		panic(err)
-	}
-	defer conn.Close(ctx)
-	name := fmt.Sprintf("skipjackexample_%d_%d", os.Getpid(), len(exampleDatabases))
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
-		panic(err)
-	}
-	exampleDatabases = append(exampleDatabases, name)
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	dropExamples = append(dropExamples, drop)
+	return u
 }
 
 func dropExampleDatabases() {
-	if len(exampleDatabases) == 0 {
-		return
-	}
-	base, err := skipjacktest.ServerURL()
-	if err != nil {
-		return
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return
-	}
-	defer conn.Close(ctx)
-	for _, name := range exampleDatabases {
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	for _, drop := range dropExamples {
+		_ = drop(context.Background())
 	}
 }
 

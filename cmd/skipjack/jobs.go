@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,11 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+
+	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
 // jobsCommands are skipjack jobs list|show|retry|cancel: the operations
-// view of one queue (its generated Admin), run through the module's own
-// generated code like migrate and stats.
+// view of one queue, run on its table with the queries its generated Admin
+// runs (internal/tableadmin), from the YAML alone.
 var jobsCommands = []command{
 	{
 		name: "jobs list", synopsis: "QUEUE [--state STATE] [--after ID] [--limit N] [--json] [-f skipjack.yaml] [--database-url URL]",
@@ -29,12 +35,12 @@ var jobsCommands = []command{
 	{
 		name: "jobs retry", synopsis: "QUEUE (ID... | --state STATE) [--json] [-f skipjack.yaml] [--database-url URL]",
 		summary: "make failed or scheduled jobs pending now", database: true, json: true,
-		flags: stateFlag, args: changeArgs, run: jobsChange("retry", "retried", "failed or scheduled"),
+		flags: stateFlag, args: changeArgs, run: jobsChange(opRetry, "retried", "failed or scheduled"),
 	},
 	{
 		name: "jobs cancel", synopsis: "QUEUE (ID... | --state STATE) [--json] [-f skipjack.yaml] [--database-url URL]",
 		summary: "fail pending jobs as cancelled and cancel the handlers of running ones", database: true, json: true,
-		flags: stateFlag, args: changeArgs, run: jobsChange("cancel", "cancelled", "pending or running"),
+		flags: stateFlag, args: changeArgs, run: jobsChange(opCancel, "cancelled", "pending or running"),
 	},
 }
 
@@ -85,7 +91,10 @@ func changeArgs(o *options, args []string) error {
 	if err := parseIDs(o, args[1:]); err != nil {
 		return err
 	}
-	if (len(o.ids) == 0) == (o.state == "") {
+	switch {
+	case len(o.ids) == 0 && o.state == "":
+		return errors.New("missing job IDs or --state: say which jobs")
+	case len(o.ids) > 0 && o.state != "":
 		return errors.New("give either job IDs or --state, not both")
 	}
 	return validState(o)
@@ -109,67 +118,128 @@ func validState(o *options) error {
 	return nil
 }
 
-// jobRecord is a job as the temporary program returns it
-// (skipjack.Record with a raw JSON payload).
-type jobRecord struct {
-	ID             int64           `json:"id"`
-	State          string          `json:"state"`
-	Attempt        int             `json:"attempt"`
-	MaxAttempts    int             `json:"max_attempts"`
-	Priority       int             `json:"priority"`
-	RunAt          time.Time       `json:"run_at"`
-	CreatedAt      time.Time       `json:"created_at"`
-	FinishedAt     *time.Time      `json:"finished_at"`
-	LeaseExpiresAt *time.Time      `json:"lease_expires_at"`
-	Worker         string          `json:"worker"`
-	Rescues        int             `json:"rescues"`
-	Errors         []attemptError  `json:"errors"`
-	Payload        json.RawMessage `json:"payload"`
-}
-
-// attemptError is one recorded failure of a job (skipjack.AttemptError).
-type attemptError struct {
-	Attempt int       `json:"attempt"`
-	At      time.Time `json:"at"`
-	Error   string    `json:"error"`
-	Worker  string    `json:"worker"`
-}
-
-// jobsResult is the temporary program's answer to list, get, retry and
-// cancel.
+// jobsResult is what list, show, retry and cancel found.
 type jobsResult struct {
-	Jobs    json.RawMessage `json:"jobs"`
-	Missing []int64         `json:"missing"`
-	Matched int64           `json:"matched"`
-	Changed int64           `json:"changed"`
+	// Jobs are the listed or shown jobs; for retry and cancel by id, the
+	// jobs as they were before.
+	Jobs []*skipjack.Record[json.RawMessage]
+	// Missing are the requested ids that no job has.
+	Missing []int64
+	// Matched and Changed count the jobs retry and cancel selected and
+	// changed.
+	Matched, Changed int64
 }
 
-// runJobs sends a jobs request to the temporary program.
-func runJobs(req programRequest, o options, e env) (*jobsResult, []jobRecord, error) {
-	req.Queue, req.IDs, req.State = o.queue, o.ids, o.state
-	out, _, err := runInModule(req, o.file, o.dbURL, e)
+// A jobsOp is list, get, retry or cancel.
+type jobsOp int
+
+const (
+	opList jobsOp = iota
+	opGet
+	opRetry
+	opCancel
+)
+
+// runJobs runs op on o's queue.
+func runJobs(op jobsOp, o options) (*jobsResult, error) {
+	var res *jobsResult
+	err := withQueues(o, func(ctx context.Context, _ *config.Config, admins []*tableadmin.Admin) error {
+		for _, q := range admins {
+			if q.Name() == o.queue {
+				var err error
+				res, err = jobs(ctx, q, op, o)
+				if err != nil {
+					return fmt.Errorf("%s: %w", q.Name(), err)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown queue %q", o.queue) // knownQueue let it through
+	})
+	return res, err
+}
+
+// jobs runs op on q: list a page, or get, retry or cancel the jobs with
+// o.ids, or (retry and cancel without ids) every job in o.state, a page at
+// a time.
+func jobs(ctx context.Context, q skipjack.QueueAdmin, op jobsOp, o options) (*jobsResult, error) {
+	res := &jobsResult{Jobs: []*skipjack.Record[json.RawMessage]{}}
+	if op == opList {
+		page, err := q.List(ctx, skipjack.ListParams{State: o.state, AfterID: o.after, Limit: o.limit})
+		res.Jobs = append(res.Jobs, page...)
+		return res, err
+	}
+	var change func(ctx context.Context, ids ...int64) (int64, error)
+	switch op {
+	case opRetry:
+		change = q.Retry
+	case opCancel:
+		change = q.Cancel
+	}
+	if len(o.ids) == 0 && change != nil {
+		for after := int64(0); ; {
+			page, err := q.List(ctx, skipjack.ListParams{State: o.state, AfterID: after, Limit: 1000})
+			if err != nil || len(page) == 0 {
+				return res, err
+			}
+			ids := make([]int64, len(page))
+			for i, r := range page {
+				ids[i] = r.ID
+			}
+			n, err := change(ctx, ids...)
+			res.Matched += int64(len(ids))
+			res.Changed += n
+			if err != nil {
+				return res, err
+			}
+			after = ids[len(ids)-1]
+		}
+	}
+	var found []int64
+	for _, id := range o.ids {
+		r, err := q.Get(ctx, id)
+		switch {
+		case errors.Is(err, skipjack.ErrNotFound):
+			res.Missing = append(res.Missing, id)
+		case err != nil:
+			return res, err
+		default:
+			res.Jobs = append(res.Jobs, r)
+			found = append(found, id)
+		}
+	}
+	if change != nil && len(found) > 0 {
+		n, err := change(ctx, found...)
+		res.Matched, res.Changed = int64(len(found)), n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// recordsJSON is the JSON of jobs as jobs list and show print it.
+func recordsJSON(jobs []*skipjack.Record[json.RawMessage]) (json.RawMessage, error) {
+	raw, err := json.Marshal(jobs)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("print the jobs: %w", err)
 	}
-	var res jobsResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, nil, fmt.Errorf("read the %s result: %w", req.Command, err)
-	}
-	var records []jobRecord
-	if err := json.Unmarshal(res.Jobs, &records); err != nil {
-		return nil, nil, fmt.Errorf("read the %s result: %w", req.Command, err)
-	}
-	return &res, records, nil
+	return raw, nil
 }
 
 // jobsList prints one page of a queue's jobs.
 func jobsList(o options, e env) error {
-	res, records, err := runJobs(programRequest{Command: "list", AfterID: o.after, Limit: o.limit}, o, e)
+	res, err := runJobs(opList, o)
 	if err != nil {
 		return err
 	}
+	records := res.Jobs
 	if o.asJSON {
-		return printJSON(e, res.Jobs)
+		raw, err := recordsJSON(records)
+		if err != nil {
+			return err
+		}
+		return printJSON(e, raw)
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%-10s  %-9s  %-7s  %-25s  %-25s  %s\n", "ID", "STATE", "ATTEMPT", "RUN AT", "CREATED AT", "LAST ERROR")
@@ -192,15 +262,18 @@ func jobsList(o options, e env) error {
 
 // jobsShow prints jobs in full; an unknown id is a failure.
 func jobsShow(o options, e env) error {
-	res, records, err := runJobs(programRequest{Command: "get"}, o, e)
+	res, err := runJobs(opGet, o)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
-		err = printJSON(e, res.Jobs)
+		var raw json.RawMessage
+		if raw, err = recordsJSON(res.Jobs); err == nil {
+			err = printJSON(e, raw)
+		}
 	} else {
 		var b bytes.Buffer
-		for i, r := range records {
+		for i, r := range res.Jobs {
 			if i > 0 {
 				b.WriteByte('\n')
 			}
@@ -215,9 +288,9 @@ func jobsShow(o options, e env) error {
 }
 
 // jobsChange returns the runner of retry or cancel.
-func jobsChange(cmd, done, eligible string) func(o options, e env) error {
+func jobsChange(op jobsOp, done, eligible string) func(o options, e env) error {
 	return func(o options, e env) error {
-		res, _, err := runJobs(programRequest{Command: cmd}, o, e)
+		res, err := runJobs(op, o)
 		if err != nil {
 			return err
 		}
@@ -274,7 +347,7 @@ func missingJobs(queue string, ids []int64) error {
 }
 
 // writeRecord writes one job as jobs show prints it.
-func writeRecord(b *bytes.Buffer, queue string, r jobRecord) {
+func writeRecord(b *bytes.Buffer, queue string, r *skipjack.Record[json.RawMessage]) {
 	field := func(name, value string) { fmt.Fprintf(b, "  %-12s %s\n", name, value) }
 	fmt.Fprintf(b, "job %d of %s\n", r.ID, queue)
 	field("state", r.State)

@@ -13,9 +13,9 @@
 //	skipjack jobs retry  QUEUE (ID... | --state STATE)
 //	skipjack jobs cancel QUEUE (ID... | --state STATE)
 //
-// migrate, stats, ui and jobs run the module's own generated code: they
-// build a temporary main package in a hidden folder under out, so they
-// need the module to require github.com/skipjack-dev/skipjack/runtime.
+// stats, jobs and ui need only the YAML and the database: they run the
+// queries of each queue's generated Admin on its table directly, with no
+// Go toolchain and no Go module. migrate applies the migrations.
 // --database-url defaults to $DATABASE_URL. Flags may follow arguments.
 //
 // Exit status: 0 ok, 1 a user-facing failure (bad config, drift, database

@@ -51,8 +51,9 @@ type command struct {
 	synopsis string // the flags and arguments after the command's name
 	summary  string
 	// database: the command takes --database-url (default $DATABASE_URL)
-	// and needs a database; json: it takes --json.
-	database, json bool
+	// and needs a database; json: it takes --json; noConfig: it reads no
+	// skipjack.yaml, so it takes no -f.
+	database, json, noConfig bool
 	// flags adds the command's own flags, or is nil.
 	flags func(fs *flag.FlagSet, o *options)
 	// args parses the command's positional arguments into o (a returned
@@ -86,6 +87,15 @@ var commands = append([]command{
 		run: stats,
 	},
 	{
+		name: "schema", synopsis: "",
+		summary:  "print the JSON Schema of skipjack.yaml, for editors and linters",
+		noConfig: true,
+		run: func(_ options, e env) error {
+			_, err := e.stdout.Write(config.JSONSchema())
+			return err
+		},
+	},
+	{
 		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--actions]",
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
@@ -108,7 +118,9 @@ func usage() string {
 func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("skipjack "+c.name, flag.ContinueOnError)
 	fs.SetOutput(w)
-	fs.StringVar(&o.file, "f", "skipjack.yaml", "the config `FILE` (default ./skipjack.yaml)")
+	if !c.noConfig {
+		fs.StringVar(&o.file, "f", "skipjack.yaml", "the config `FILE` (default ./skipjack.yaml)")
+	}
 	if c.database {
 		fs.StringVar(&o.dbURL, "database-url", os.Getenv("DATABASE_URL"), "the database `URL` (default $DATABASE_URL)")
 	}
@@ -119,7 +131,11 @@ func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
 		c.flags(fs, o)
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(w, "usage: skipjack %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis, strings.Join(strings.Fields(c.summary), " "))
+		fmt.Fprintf(w, "usage: %s\n\n%s\n", strings.TrimSpace("skipjack "+c.name+" "+c.synopsis), strings.Join(strings.Fields(c.summary), " "))
+		if c.noConfig && !c.database && !c.json && c.flags == nil {
+			return
+		}
+		fmt.Fprint(w, "\nflags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, help := flag.UnquoteUsage(f)
 			dash := "-"
@@ -157,7 +173,11 @@ func run(args []string, e env) int {
 		return exitUsage
 	}
 	if c == nil {
-		fmt.Fprintf(e.stderr, "skipjack: unknown command %q\n\n%s", name, usage())
+		names := make([]string, len(commands))
+		for i, c := range commands {
+			names[i] = c.name
+		}
+		fmt.Fprintf(e.stderr, "skipjack: unknown command %q%s\n\n%s", name, config.DidYouMean(name, names), usage())
 		return exitUsage
 	}
 	o, fs, err := c.parse(rest, e.stderr)
@@ -294,9 +314,47 @@ func generate(file string, allowBreaking bool, e env) error {
 		// The files are written; they just do not build yet.
 		fmt.Fprintf(e.stderr, "skipjack generate: note: %v\n", err)
 	}
-	fmt.Fprintf(e.stdout, "skipjack: %s, %s up to date (%d changed) in %v\n",
-		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "file"), len(touched), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(e.stdout, "skipjack: %s, %s: %s in %v\n",
+		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "generated file"), changes(out, touched), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// changes says what generate's Write did: "all up to date", or how many
+// generated files it wrote, how many new migrations and how many stale
+// files it deleted ("wrote 17, 2 new migrations").
+func changes(out *generator.Output, touched []string) string {
+	kind := map[string]string{}
+	for _, f := range out.Files {
+		kind[f.Path] = "generated"
+	}
+	for _, f := range out.NewMigrations {
+		kind[f.Path] = "migration"
+	}
+	var wrote, migrations, deleted int
+	for _, p := range touched {
+		switch kind[p] {
+		case "generated":
+			wrote++
+		case "migration":
+			migrations++
+		default:
+			deleted++
+		}
+	}
+	var parts []string
+	if wrote > 0 {
+		parts = append(parts, fmt.Sprintf("wrote %d", wrote))
+	}
+	if migrations > 0 {
+		parts = append(parts, plural(migrations, "new migration"))
+	}
+	if deleted > 0 {
+		parts = append(parts, "deleted "+plural(deleted, "stale file"))
+	}
+	if len(parts) == 0 {
+		return "all up to date"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func check(file string, allowBreaking bool, e env) error {

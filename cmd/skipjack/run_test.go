@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // TestParseArgs checks how each command splits its flags and positional
@@ -92,7 +94,7 @@ func TestPrintStats(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	err := printStats(env{stdout: &out}, []queueStats{
-		{Queue: "send_email", Pending: 12, Scheduled: 3, Failed: 1, OldestPending: 1500 * time.Millisecond},
+		{Queue: "send_email", Pending: 12, Scheduled: 3, Failed: 1, OldestPendingSeconds: 1.5},
 		{Queue: "a", Completed: 1234567},
 	})
 	if err != nil {
@@ -111,7 +113,7 @@ func TestPrintStats(t *testing.T) {
 func TestWriteRecord(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var r jobRecord
+	var r skipjack.Record[json.RawMessage]
 	err := json.Unmarshal([]byte(`{"id": 7, "state": "failed", "attempt": 2, "max_attempts": 2, "priority": 3,
 		"run_at": "2026-01-02T03:04:05Z", "created_at": "2026-01-02T03:04:05Z", "finished_at": "2026-01-02T03:04:05Z",
 		"worker": "host:1", "rescues": 1,
@@ -121,7 +123,7 @@ func TestWriteRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	writeRecord(&b, "send_email", r)
+	writeRecord(&b, "send_email", &r)
 	ts := at.Format(time.RFC3339)
 	want := "job 7 of send_email\n" +
 		"  state        failed\n" +

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 )
 
 // TestMain makes the test binary act as sqlc when the generator starts it
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 	if code, ok := sqlcrun.Main(); ok {
 		os.Exit(code)
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(stopCluster{m}, map[string]func(){
 		"skipjack": func() {
 			// Inside a script the executable is this test binary, whose
 			// TestMain dispatches the sqlc child above.
@@ -31,6 +32,12 @@ func TestMain(m *testing.M) {
 		},
 	})
 }
+
+// stopCluster runs the tests, then stops the throwaway PostgreSQL cluster
+// that skipjacktest started if no server was found.
+type stopCluster struct{ m *testing.M }
+
+func (s stopCluster) Run() int { return skipjacktest.Main(s.m) }
 
 // TestScripts runs the CLI scripts in testdata/script.
 func TestScripts(t *testing.T) {

@@ -4,7 +4,9 @@
 // drained, printing progress, and prints a summary.
 //
 // It finds PostgreSQL as skipjack's tests do: $DATABASE_URL, else
-// 127.0.0.1:5432 as postgres, else a throwaway cluster it starts itself.
+// 127.0.0.1:5432 as postgres, else a throwaway cluster it starts itself;
+// there it works in a database of its own, skipjacktest_shop_<random>
+// ($SKIPJACK_TEST_PREFIX sets the prefix), which it drops at the end.
 package main
 
 //go:generate go run github.com/skipjack-dev/skipjack/cmd/skipjack generate
@@ -50,12 +52,19 @@ func main() {
 	}
 }
 
-// connectAndRun finds PostgreSQL and runs the example on it.
-func connectAndRun(ctx context.Context) error {
-	url, err := skipjacktest.ServerURL()
+// connectAndRun finds PostgreSQL, creates a database of the example's own
+// there (named by skipjacktest.Prefix, so a shared server can tell it
+// apart), runs the example in it and drops it.
+func connectAndRun(ctx context.Context) (err error) {
+	url, drop, err := skipjacktest.CreateDatabase(ctx, "shop_")
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if dropErr := drop(context.WithoutCancel(ctx)); err == nil {
+			err = dropErr
+		}
+	}()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return fmt.Errorf("parse database URL: %w", err)

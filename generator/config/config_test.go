@@ -319,6 +319,14 @@ skipjack.yaml:1:1: missing required key "queues" (declare at least one queue)`,
 			want: `skipjack.yaml:6:11: unknown type "strnig" (did you mean "string"?)`,
 		},
 		{
+			name: "channel type",
+			yaml: head + "queues:\n  a:\n    payload:\n      c: chan int\n      d: \"[]<-chan  string\"\n      e: \"*func() error\"\n      f: \"struct{ a int }\"\n      channel: string\n",
+			want: `skipjack.yaml:6:10: unsupported type "chan int": channels do not survive a JSON round trip
+skipjack.yaml:7:10: unsupported type "[]<-chan string": channels do not survive a JSON round trip
+skipjack.yaml:8:10: unsupported type "*func() error": functions do not survive a JSON round trip
+skipjack.yaml:9:10: unsupported type "struct{ a int }": declare the struct under types: and use its name`,
+		},
+		{
 			name: "unknown shared type with did-you-mean",
 			yaml: head + "types:\n  Address: {street: string}\nqueues:\n  a:\n    payload:\n      ship_to: \"[]*Adress\"\n",
 			want: `skipjack.yaml:8:16: unknown type "Adress" (did you mean "Address"?)`,

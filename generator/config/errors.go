@@ -49,8 +49,11 @@ func sortErrors(errs Errors) Errors {
 	return slices.Compact(errs)
 }
 
-// didYouMean returns ` (did you mean "x"?)` for the candidate closest to
-// got, or "" when none is close enough to be a likely typo.
+// DidYouMean returns ` (did you mean "x"?)` for the candidate closest to
+// got, or "" when none is close enough to be a likely typo: the hint of
+// every config error, for the CLI's own names too.
+func DidYouMean(got string, candidates []string) string { return didYouMean(got, candidates) }
+
 func didYouMean(got string, candidates []string) string {
 	best, bestDist := "", -1
 	for _, c := range candidates {

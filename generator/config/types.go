@@ -31,6 +31,31 @@ var unsupported = map[string]string{
 	"rune":        `use "int32", or "string" for text`,
 }
 
+// unsupportedKinds match the kinds of Go types whose spelling needs a
+// space or a literal body (chan int, func(), struct{...}), which a payload
+// field cannot have, anywhere in a type expression, with the reason.
+var unsupportedKinds = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`(^|[\]*])(<-\s*)?chan\b`), "channels do not survive a JSON round trip"},
+	{regexp.MustCompile(`(^|[\]*])func\s*\(`), "functions do not survive a JSON round trip"},
+	{regexp.MustCompile(`(^|[\]*])struct\s*\{`), "declare the struct under types: and use its name"},
+}
+
+// unsupportedKind says why the type expression spaced (fields separated by
+// one space) is of a kind a payload cannot hold, or returns "". It runs
+// before the spaces are dropped, so "chan int" is reported as itself, not
+// as an unknown "chanint".
+func unsupportedKind(spaced string) string {
+	for _, k := range unsupportedKinds {
+		if k.re.MatchString(spaced) {
+			return fmt.Sprintf("unsupported type %q: %s", spaced, k.why)
+		}
+	}
+	return ""
+}
+
 // String spells t as in the YAML: "*time.Time", "map[string][]Address",
 // "github.com/google/uuid.UUID".
 func (t *TypeExpr) String() string {
@@ -191,7 +216,13 @@ func (w *walker) fields(n *yaml.Node, what string, scope *typeScope) []Field {
 			out = append(out, f)
 			continue
 		}
-		expr := strings.Join(strings.Fields(typeNode.Value), "")
+		spaced := strings.Join(strings.Fields(typeNode.Value), " ")
+		if msg := unsupportedKind(spaced); msg != "" {
+			w.errorf(typeNode, "%s", msg)
+			out = append(out, f)
+			continue
+		}
+		expr := strings.ReplaceAll(spaced, " ", "")
 		t, msg := scope.parse(expr)
 		if msg != "" {
 			w.errorf(typeNode, "%s", msg)

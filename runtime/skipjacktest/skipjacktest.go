@@ -93,31 +93,22 @@ func Stop() {
 }
 
 // NewDatabase creates an empty database for the test and returns its URL.
-// The database is dropped (with FORCE, closing leftover connections) when the
-// test and its subtests have finished.
+// Its name starts with Prefix (default skipjacktest_). The database is
+// dropped (with FORCE, closing leftover connections) when the test and its
+// subtests have finished.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	base, err := ServerURL()
-	if err != nil {
-		t.Fatalf("skipjacktest: %v", err)
-	}
-	name := "skipjacktest_" + randomSuffix()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := adminExec(ctx, base, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE template0"); err != nil {
-		t.Fatalf("skipjacktest: create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := adminExec(ctx, base, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("skipjacktest: drop database %s: %v", name, err)
-		}
-	})
-	u, err := withDatabase(base, name)
+	u, drop, err := CreateDatabase(ctx, "")
 	if err != nil {
 		t.Fatalf("skipjacktest: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := drop(context.Background()); err != nil {
+			t.Errorf("skipjacktest: %v", err)
+		}
+	})
 	return u
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 )
 
 func dbName(t *testing.T, dbURL string) string {
@@ -13,7 +15,11 @@ func dbName(t *testing.T, dbURL string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(cfg.Database, "skipjacktest_") {
+	prefix, err := skipjacktest.Prefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cfg.Database, prefix) {
 		t.Fatalf("database %q does not look like a harness database", cfg.Database)
 	}
 	return cfg.Database

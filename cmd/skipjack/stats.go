@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/internal/tableadmin"
+)
+
+// queueStats is one queue's line of stats --json: skipjack.Stats with the
+// queue's name, and the oldest pending job's wait in seconds.
+type queueStats struct {
+	Queue     string `json:"queue"`
+	Pending   int64  `json:"pending"`
+	Scheduled int64  `json:"scheduled"`
+	Running   int64  `json:"running"`
+	Completed int64  `json:"completed"`
+	Failed    int64  `json:"failed"`
+	// OldestPendingSeconds is how long the oldest due pending job has
+	// waited, in seconds (millisecond precision).
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	// OldestPending is the same in nanoseconds (a time.Duration), the key
+	// that stats --json printed first; kept for the scripts that read it.
+	//
+	// Deprecated: use OldestPendingSeconds.
+	OldestPending time.Duration `json:"oldest_pending"`
+}
+
+// stats prints the counts of every live queue, as a table or as JSON.
+func stats(o options, e env) error {
+	return withQueues(o, func(ctx context.Context, _ *config.Config, admins []*tableadmin.Admin) error {
+		rows := make([]queueStats, 0, len(admins))
+		for _, q := range admins {
+			s, err := q.Stats(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", q.Name(), err)
+			}
+			rows = append(rows, queueStats{
+				Queue: q.Name(), Pending: s.Pending, Scheduled: s.Scheduled, Running: s.Running,
+				Completed: s.Completed, Failed: s.Failed,
+				OldestPendingSeconds: s.OldestPending.Round(time.Millisecond).Seconds(),
+				OldestPending:        s.OldestPending,
+			})
+		}
+		if o.asJSON {
+			raw, err := json.Marshal(rows)
+			if err != nil {
+				return fmt.Errorf("print stats: %w", err)
+			}
+			return printJSON(e, raw)
+		}
+		return printStats(e, rows)
+	})
+}
+
+// printStats prints rows as a table: queue names left-aligned, counts
+// right-aligned under their headers.
+func printStats(e env, rows []queueStats) error {
+	width := len("QUEUE")
+	for _, r := range rows {
+		width = max(width, len(r.Queue))
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %9s  %9s  %14s\n", width, "QUEUE", "PENDING", "SCHEDULED", "RUNNING", "COMPLETED", "FAILED", "OLDEST PENDING")
+	for _, r := range rows {
+		oldest := time.Duration(r.OldestPendingSeconds * float64(time.Second)).Round(time.Millisecond)
+		fmt.Fprintf(&b, "%-*s  %9d  %9d  %9d  %9d  %9d  %14v\n", width, r.Queue, r.Pending, r.Scheduled, r.Running, r.Completed, r.Failed, oldest)
+	}
+	_, err := e.stdout.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,35 @@
+package generator
+
+import (
+	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/queries"
+)
+
+// QueueSQL is the SQL of one live queue as its generated package runs it:
+// the sqlc query file that generate hands to sqlc, rendered from the same
+// model, without running sqlc or consulting any Go module. The CLI's
+// stats, jobs and ui run these queries directly on the queue's table, so
+// they need neither the generated code nor a Go toolchain.
+type QueueSQL struct {
+	// Name is the queue's name in the YAML.
+	Name string
+	// Table is the queue's quoted, schema-qualified table.
+	Table string
+	// Queries is the sqlc query file: "-- name: Name :kind" sections whose
+	// parameters are written sqlc.arg(name).
+	Queries string
+}
+
+// QueueSQLs returns the SQL of every live queue of cfg, in YAML order.
+func QueueSQLs(cfg *config.Config) ([]QueueSQL, error) {
+	m := buildModel(cfg)
+	out := make([]QueueSQL, 0, len(m.queues))
+	for _, qm := range m.queues {
+		text, err := queries.Render(qm.queries)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text})
+	}
+	return out, nil
+}

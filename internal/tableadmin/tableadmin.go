@@ -1,0 +1,267 @@
+// Package tableadmin implements skipjack.QueueAdmin over a queue's table,
+// with payloads as raw JSON, from the YAML alone: it runs the very admin
+// queries that the queue's generated package runs (rendered from the same
+// template by generator.QueueSQLs), so the CLI's stats, jobs and ui need
+// neither the generated code nor a Go toolchain.
+package tableadmin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+
+	"github.com/skipjack-dev/skipjack/generator"
+)
+
+// DBTX is what an Admin runs its statements on: *pgxpool.Pool, *pgx.Conn
+// or pgx.Tx.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// The queries an Admin runs, by their sqlc names.
+var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel"}
+
+// Admin is the operations view of one queue's table.
+type Admin struct {
+	name  string
+	table string
+	db    DBTX
+	// sql maps a query's sqlc name to its text with positional
+	// parameters; params to its parameter names in $n order.
+	sql    map[string]string
+	params map[string][]string
+}
+
+var _ skipjack.QueueAdmin = (*Admin)(nil)
+
+// New returns the admin of queue q on db.
+func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
+	sections := parseQueries(q.Queries)
+	a := &Admin{name: q.Name, table: q.Table, db: db, sql: map[string]string{}, params: map[string][]string{}}
+	for _, name := range adminQueries {
+		text, ok := sections[name]
+		if !ok {
+			return nil, fmt.Errorf("queue %s: the rendered queries lack %s", q.Name, name)
+		}
+		a.sql[name], a.params[name] = positional(text)
+	}
+	return a, nil
+}
+
+// nameLine starts a query of a sqlc query file.
+var nameLine = regexp.MustCompile(`(?m)^-- name: (\w+) :\w+\s*$`)
+
+// parseQueries splits a sqlc query file into its queries by name, each
+// without its comment lines.
+func parseQueries(file string) map[string]string {
+	out := map[string]string{}
+	locs := nameLine.FindAllStringSubmatchIndex(file, -1)
+	for i, loc := range locs {
+		end := len(file)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		var body []string
+		for line := range strings.SplitSeq(file[loc[1]:end], "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+				body = append(body, line)
+			}
+		}
+		out[file[loc[2]:loc[3]]] = strings.TrimSpace(strings.Join(body, "\n"))
+	}
+	return out
+}
+
+// sqlcArg is a parameter of a sqlc query.
+var sqlcArg = regexp.MustCompile(`sqlc\.arg\((\w+)\)`)
+
+// positional rewrites the sqlc.arg(name) parameters of query to $1, $2, ...
+// in order of first use (a name used twice is one parameter) and returns
+// the names in that order.
+func positional(query string) (string, []string) {
+	var names []string
+	text := sqlcArg.ReplaceAllStringFunc(query, func(m string) string {
+		name := sqlcArg.FindStringSubmatch(m)[1]
+		for i, n := range names {
+			if n == name {
+				return fmt.Sprintf("$%d", i+1)
+			}
+		}
+		names = append(names, name)
+		return fmt.Sprintf("$%d", len(names))
+	})
+	return text, names
+}
+
+// args orders named arguments as query's parameters.
+func (a *Admin) args(query string, named map[string]any) []any {
+	out := make([]any, len(a.params[query]))
+	for i, n := range a.params[query] {
+		out[i] = named[n]
+	}
+	return out
+}
+
+// Name is the queue's name in the YAML.
+func (a *Admin) Name() string { return a.name }
+
+// Stats counts the queue's jobs by state.
+func (a *Admin) Stats(ctx context.Context) (skipjack.Stats, error) {
+	var s skipjack.Stats
+	var oldest pgtype.Interval
+	err := a.db.QueryRow(ctx, a.sql["Stats"]).Scan(&s.Pending, &s.Scheduled, &s.Running, &s.Completed, &s.Failed, &oldest)
+	if err != nil {
+		return skipjack.Stats{}, a.wrap(err)
+	}
+	s.OldestPending = duration(oldest)
+	return s, nil
+}
+
+// duration converts an interval of a difference of timestamps (no months)
+// to a time.Duration.
+func duration(i pgtype.Interval) time.Duration {
+	return time.Duration(i.Microseconds)*time.Microsecond + time.Duration(i.Days)*24*time.Hour
+}
+
+// Finished counts the retained jobs that completed and failed since the
+// given time.
+func (a *Admin) Finished(ctx context.Context, since time.Time) (completed, failed int64, err error) {
+	count := func(state string) (int64, error) {
+		var n int64
+		err := a.db.QueryRow(ctx, a.sql["CountFinished"], a.args("CountFinished", map[string]any{"state": state, "since": since})...).Scan(&n)
+		return n, err
+	}
+	if completed, err = count(skipjack.StateCompleted); err != nil {
+		return 0, 0, a.wrap(err)
+	}
+	if failed, err = count(skipjack.StateFailed); err != nil {
+		return 0, 0, a.wrap(err)
+	}
+	return completed, failed, nil
+}
+
+// Get returns one job, or an error matching skipjack.ErrNotFound.
+func (a *Admin) Get(ctx context.Context, id int64) (*skipjack.Record[json.RawMessage], error) {
+	rows, err := a.db.Query(ctx, a.sql["Get"], a.args("Get", map[string]any{"id": id})...)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("job %d: %w", id, skipjack.ErrNotFound)
+	}
+	return recs[0], nil
+}
+
+// Listing limits, those of the generated List.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// List returns a page of jobs in id order.
+func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[json.RawMessage], error) {
+	switch p.State {
+	case "", skipjack.StatePending, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed:
+	default:
+		return nil, fmt.Errorf("unknown state %q (want pending, running, completed or failed)", p.State)
+	}
+	if p.Limit <= 0 {
+		p.Limit = defaultListLimit
+	}
+	p.Limit = min(p.Limit, maxListLimit)
+	rows, err := a.db.Query(ctx, a.sql["List"], a.args("List", map[string]any{"after_id": p.AfterID, "state": p.State, "max": int64(p.Limit)})...)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	return recs, nil
+}
+
+// Retry makes failed or scheduled jobs pending now and returns how many
+// changed.
+func (a *Admin) Retry(ctx context.Context, ids ...int64) (int64, error) {
+	return a.change(ctx, "Retry", ids)
+}
+
+// Cancel fails pending jobs as cancelled and flags running ones, whose
+// workers cancel their handlers at their next heartbeat; it returns how
+// many jobs changed.
+func (a *Admin) Cancel(ctx context.Context, ids ...int64) (int64, error) {
+	return a.change(ctx, "Cancel", ids)
+}
+
+func (a *Admin) change(ctx context.Context, query string, ids []int64) (int64, error) {
+	if ids == nil {
+		ids = []int64{}
+	}
+	tag, err := a.db.Exec(ctx, a.sql[query], a.args(query, map[string]any{"ids": ids})...)
+	if err != nil {
+		return 0, a.wrap(err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// scanRecords reads the rows of Get or List.
+func scanRecords(rows pgx.Rows) ([]*skipjack.Record[json.RawMessage], error) {
+	defer rows.Close()
+	var out []*skipjack.Record[json.RawMessage]
+	for rows.Next() {
+		var (
+			r        skipjack.Record[json.RawMessage]
+			priority int16
+			worker   *string
+			errs     []byte
+			payload  []byte
+		)
+		if err := rows.Scan(&r.ID, &r.State, &r.Attempt, &r.MaxAttempts, &priority, &r.RunAt, &r.CreatedAt,
+			&r.FinishedAt, &r.LeaseExpiresAt, &worker, &r.Rescues, &errs, &payload); err != nil {
+			return nil, err
+		}
+		r.Priority = int(priority)
+		if worker != nil {
+			r.Worker = *worker
+		}
+		if len(errs) > 2 { // "[]"
+			// The history is informative only: a malformed one reads as
+			// empty, as in the generated code.
+			_ = json.Unmarshal(errs, &r.Errors)
+		}
+		r.Payload = json.RawMessage(payload)
+		out = append(out, &r)
+	}
+	return out, rows.Err()
+}
+
+// wrap explains the errors an operator can act on: a table that does not
+// exist yet, or one whose columns are not those of this skipjack.
+func (a *Admin) wrap(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "42P01": // undefined_table
+			return fmt.Errorf("table %s does not exist; apply the migrations first (skipjack migrate): %w", a.table, err)
+		case "42703": // undefined_column
+			return fmt.Errorf("table %s lacks a column this skipjack reads; apply the pending migrations (skipjack migrate): %w", a.table, err)
+		}
+	}
+	return err
+}
