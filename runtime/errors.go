@@ -46,6 +46,11 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // retries. The result is found with errors.As, so it may be wrapped.
 func Permanent(err error) error { return &PermanentError{Err: err} }
 
+// ErrPayloadTooLarge is returned (wrapped) by Enqueue and EnqueueMany for
+// a payload whose encoding is larger than its queue's max_payload_bytes;
+// nothing is inserted.
+var ErrPayloadTooLarge = errors.New("payload is larger than the queue's max_payload_bytes")
+
 // ErrNULInPayload is returned (wrapped) by Enqueue and EnqueueMany for a
 // payload holding a string with a NUL character, which PostgreSQL's jsonb
 // cannot store; nothing is inserted.

@@ -92,10 +92,19 @@ func (q *Queue[P]) encode(p *P) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if q.spec.MaxPayloadBytes > 0 && len(b) > q.spec.MaxPayloadBytes {
-		return nil, fmt.Errorf("payload is %d bytes, over the queue's max_payload_bytes of %d", len(b), q.spec.MaxPayloadBytes)
+	if err := q.spec.checkPayloadSize(len(b)); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// checkPayloadSize refuses an encoded payload of n bytes over the queue's
+// max_payload_bytes, with an error matching skipjack.ErrPayloadTooLarge.
+func (s QueueSpec) checkPayloadSize(n int) error {
+	if s.MaxPayloadBytes > 0 && n > s.MaxPayloadBytes {
+		return fmt.Errorf("payload is %d bytes, over the queue's max_payload_bytes of %d: %w", n, s.MaxPayloadBytes, skipjack.ErrPayloadTooLarge)
+	}
+	return nil
 }
 
 // Enqueue inserts one job and returns its id, storing the trace context

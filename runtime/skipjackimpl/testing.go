@@ -39,8 +39,8 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	if err != nil {
 		return skipjack.AttemptResult{}, nil, fmt.Errorf("enqueue %s: %w", spec.Name, err)
 	}
-	if spec.MaxPayloadBytes > 0 && len(payload) > spec.MaxPayloadBytes {
-		return skipjack.AttemptResult{}, nil, fmt.Errorf("enqueue %s: payload is %d bytes, over the queue's max_payload_bytes of %d", spec.Name, len(payload), spec.MaxPayloadBytes)
+	if err := spec.checkPayloadSize(len(payload)); err != nil {
+		return skipjack.AttemptResult{}, nil, fmt.Errorf("enqueue %s: %w", spec.Name, err)
 	}
 	now := time.Now()
 	e := &entry[P]{row: ClaimedRow{

@@ -300,3 +300,19 @@ func TestCronSlotsAcrossDST(t *testing.T) {
 		})
 	}
 }
+
+// TestPayloadTooLarge checks that a payload over max_payload_bytes is
+// refused with an error matching skipjack.ErrPayloadTooLarge that names
+// both sizes, and that one at the cap passes.
+func TestPayloadTooLarge(t *testing.T) {
+	t.Parallel()
+	type p struct{ S string }
+	q := &Queue[p]{spec: QueueSpec{Name: "capped", MaxPayloadBytes: 16}}
+	if _, err := q.encode(&p{S: "1234567"}); err != nil { // {"S":"1234567"}: 15 bytes
+		t.Fatalf("payload under the cap refused: %v", err)
+	}
+	_, err := q.encode(&p{S: "12345678901234567890"})
+	if !errors.Is(err, skipjack.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "28 bytes") || !strings.Contains(err.Error(), "of 16") {
+		t.Errorf("oversized payload: %v; want ErrPayloadTooLarge naming 28 bytes and the cap of 16", err)
+	}
+}
