@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
 // quiet is a logger for workers that the tests make fail on purpose.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// testWorker is the worker id the tests' workers record on their jobs.
+// testWorker is the WorkerID of the tests' workers; their jobs record it with the run's suffix ("<WorkerID>/<8 hex>").
 const testWorker = "dashboard-test-worker"
 
 // newDB returns a pool on a fresh database with the test queues migrated.
@@ -220,7 +220,7 @@ func TestPostgresPages(t *testing.T) {
 		{"/queues/send_email?id=" + strconv.FormatInt(s.completed+1000, 10), 404, []string{"has no job"}, nil},
 		{job("send_email", s.failed), 200, []string{
 			`<span id="job-state" class="state state-failed">failed</span>`, "2 of 2",
-			"smtp: 550 mailbox unavailable", "<code>" + testWorker + "</code>",
+			"smtp: 550 mailbox unavailable", "<code>" + testWorker + "/",
 			// Pretty-printed (jsonb keeps its own key order).
 			"{\n  &#34;", "\n  &#34;to&#34;: &#34;ada@example.com&#34;", "\n  &#34;tags&#34;: [\n    &#34;order&#34;,\n    &#34;eu&#34;\n  ]",
 			"Enqueue to finish", "/retry\"",
