@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue"
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
@@ -67,5 +68,48 @@ func TestMigrateFailure(t *testing.T) {
 	}
 	if n := queryInt(t, pool, `SELECT count(*) FROM pg_tables WHERE schemaname = 'jobs'`); n != 2 { // a and the tracking table
 		t.Errorf("%d tables in schema jobs, want 2 (b rolled back)", n)
+	}
+}
+
+// TestMigrateRepeatableReadDefault runs four Migrate calls at once, each on
+// its own pool, against a database whose default isolation is repeatable
+// read. A caller that waited for the advisory lock must see the migration
+// the winner recorded meanwhile, so its check cannot read a snapshot taken
+// before the lock was granted: all four succeed.
+func TestMigrateRepeatableReadDefault(t *testing.T) {
+	t.Parallel()
+	url := skipjacktest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', current_database(), 'repeatable read'); END $$`); err != nil {
+		t.Fatal(err)
+	}
+
+	pools := make([]*pgxpool.Pool, 4)
+	for i := range pools {
+		if pools[i], err = pgxpool.New(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		defer pools[i].Close()
+		var iso string
+		if err := pools[i].QueryRow(ctx, "SHOW default_transaction_isolation").Scan(&iso); err != nil || iso != "repeatable read" {
+			t.Fatalf("default_transaction_isolation = %q (%v), want repeatable read", iso, err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(pools))
+	for i, pool := range pools {
+		wg.Go(func() { errs[i] = testqueue.Migrate(ctx, pool) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Migrate #%d under a repeatable-read default: %v", i, err)
+		}
 	}
 }

@@ -49,6 +49,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 	return migrate(ctx, pool, p)
 }
 
+// lockTx are the options of every transaction that takes a migration
+// lock. Read committed whatever the database's default: under repeatable
+// read the snapshot is taken by the first statement, the lock itself, before
+// the lock is granted, so a caller that waited would not see the migration
+// the holder recorded and would apply it a second time.
+var lockTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // lockKey returns the advisory lock key of name.
 func lockKey(name string) int64 {
 	h := fnv.New64a()
@@ -92,7 +99,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 		if applied[m.Version] {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		err := pgx.BeginTxFunc(ctx, pool, lockTx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", key); err != nil {
 				return fmt.Errorf("advisory lock: %w", err)
 			}
@@ -118,7 +125,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
 // are missing. Configs sharing a schema hold different config locks, so
 // the creation is serialized by a transaction-scoped lock on the schema.
 func ensureTrackingTable(ctx context.Context, pool *pgxpool.Pool, schema, table string) error {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, pool, lockTx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("skipjack:schema:"+schema)); err != nil {
 			return err
 		}
