@@ -179,14 +179,19 @@ func (a applier) apply(ctx context.Context, m Migration) (ran bool, err error) {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", a.key); err != nil {
 			return fmt.Errorf("advisory lock: %w", err)
 		}
+		// The simple protocol leaves no portal open, and so no snapshot
+		// held, after the check: the extended protocol's unnamed portal
+		// would keep the check's snapshot until the next statement, and a
+		// concurrent index build waits for every older snapshot.
 		var done bool
-		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+a.table+" WHERE config = $1 AND version = $2)", a.config, m.Version).Scan(&done)
+		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+a.table+" WHERE config = $1 AND version = $2)",
+			pgx.QueryExecModeSimpleProtocol, a.config, m.Version).Scan(&done)
 		if err != nil || done {
 			return err // another caller applied it while this one waited
 		}
 		if noTransaction(m.Up) {
-			// The lock transaction holds no snapshot between statements
-			// (read committed) and no lock on a queue table, so the
+			// The lock transaction now holds no snapshot (read committed,
+			// between statements) and no lock on a queue table, so the
 			// concurrent builds on the other connection do not wait for it.
 			for _, stmt := range statements(m.Up) {
 				if err := a.execAlone(ctx, stmt); err != nil {
