@@ -140,8 +140,8 @@ func TestApplyLiveUnits(t *testing.T) {
 		{name: "invalid index of a failed build is rebuilt",
 			// The failed build leaves an invalid a_u; IF NOT EXISTS alone
 			// would keep it.
-			setup: []string{dupes, `CREATE UNIQUE INDEX CONCURRENTLY a_u ON jobs.a (x);`},
-			up:    noTx + `DELETE FROM jobs.a WHERE ctid IN (SELECT max(ctid) FROM jobs.a GROUP BY x HAVING count(*) > 1);` + "\n" + `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "a_u" ON "jobs"."a" (x);`,
+			setup:  []string{dupes, `CREATE UNIQUE INDEX CONCURRENTLY a_u ON jobs.a (x);`},
+			up:     noTx + `DELETE FROM jobs.a WHERE ctid IN (SELECT max(ctid) FROM jobs.a GROUP BY x HAVING count(*) > 1);` + "\n" + `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "a_u" ON "jobs"."a" (x);`,
 			checks: map[string]int64{validUniq: 1}},
 		{name: "failed build leaves no invalid index", setup: []string{dupes}, up: buildUniq, wantErr: "could not create unique index",
 			checks: map[string]int64{anyUniq: 0, `SELECT count(*) FROM jobs._skipjack_migrations`: 1}},
