@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -62,6 +63,7 @@ var versionPrefix = regexp.MustCompile(`^(\d+)_`)
 // query).
 type unit struct {
 	noTx     bool
+	own      bool // an OwnTransaction step: VALIDATE CONSTRAINT
 	up, down []string
 }
 
@@ -77,10 +79,11 @@ const NoTransactionMarker = "-- skipjack:no-transaction"
 // worker's transaction is open, so it has none.
 const (
 	noTxComment  = NoTransactionMarker + " (CONCURRENTLY cannot run inside a transaction)"
-	squawkNoLock = "-- squawk-ignore-file require-lock-timeout: SHARE UPDATE EXCLUSIVE blocks no read or write; a lock_timeout would fail the build behind any open transaction"
-	nothingToDo  = "-- Nothing to undo."
-	ternNoTx     = "---- tern: disable-tx ----"
-	gooseNoTx    = "-- +goose NO TRANSACTION"
+	squawkNoLock = "-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.\n" +
+		"-- squawk-ignore-file require-lock-timeout"
+	nothingToDo = "-- Nothing to undo."
+	ternNoTx    = "---- tern: disable-tx ----"
+	gooseNoTx   = "-- +goose NO TRANSACTION"
 )
 
 // planMigrations reads the migrations folder and plans the migrations that
@@ -161,7 +164,11 @@ func (u unit) render(stmts []string, update bool, format string) string {
 			parts = append(parts, s)
 		}
 	case update:
-		parts = append(append(parts, fmt.Sprintf("SET LOCAL lock_timeout = %s;", schema.QuoteLiteral(schema.LockTimeout))), stmts...)
+		timeout := schema.LockTimeout
+		if u.own {
+			timeout = schema.ValidateLockTimeout
+		}
+		parts = append(append(parts, fmt.Sprintf("SET LOCAL lock_timeout = %s;", schema.QuoteLiteral(timeout))), stmts...)
 	default:
 		parts = stmts
 	}
@@ -191,21 +198,32 @@ func concurrentBuild(stmt string) (string, bool) {
 	return m[2] + "." + m[1], true
 }
 
+// tableStep is a step of one queue table's change; table is "" for the
+// creation of a new table, which nothing uses yet.
+type tableStep struct {
+	table string
+	schema.Step
+}
+
 // group splits steps into units: InTransaction steps next to each other
-// share a unit, an OwnTransaction step and every NoTransaction step get
-// one of their own. A unit's down undoes its steps in reverse order.
-func group(steps []schema.Step) []unit {
+// share a unit if they change the same live table (or create new ones), an
+// OwnTransaction step and every NoTransaction step get one of their own. A
+// transaction never spans two live tables: one holding a lock on the first
+// while it waits for a lock on the second would stall the first's
+// producers. A unit's down undoes its steps in reverse order.
+func group(steps []tableStep) []unit {
 	var units []unit
 	var stepsOf [][]schema.Step
-	open := false // the last unit may take more InTransaction steps
+	open, live := false, "" // the last unit takes InTransaction steps of table live ("": any)
 	for _, s := range steps {
-		if s.Kind == schema.InTransaction && open {
-			stepsOf[len(stepsOf)-1] = append(stepsOf[len(stepsOf)-1], s)
+		if s.Kind == schema.InTransaction && open && (s.table == "" || live == "" || live == s.table) {
+			stepsOf[len(stepsOf)-1] = append(stepsOf[len(stepsOf)-1], s.Step)
+			live = cmp.Or(live, s.table)
 			continue
 		}
-		units = append(units, unit{noTx: s.Kind == schema.NoTransaction})
-		stepsOf = append(stepsOf, []schema.Step{s})
-		open = s.Kind == schema.InTransaction
+		units = append(units, unit{noTx: s.Kind == schema.NoTransaction, own: s.Kind == schema.OwnTransaction})
+		stepsOf = append(stepsOf, []schema.Step{s.Step})
+		open, live = s.Kind == schema.InTransaction, s.table
 	}
 	for i, ss := range stepsOf {
 		for j, s := range ss {
@@ -236,7 +254,7 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	for _, q := range cfg.Queues {
 		declared[q.Name] = q
 	}
-	var steps []schema.Step
+	var steps []tableStep
 	var changes []string
 	created := false
 	for _, t := range want.Tables {
@@ -246,7 +264,7 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 			if err != nil {
 				return nil, "", err
 			}
-			steps = append(steps, schema.Step{Up: []string{strings.TrimSuffix(ddl, "\n")}, Down: []string{strings.TrimSuffix(schema.Drop(t), "\n")}})
+			steps = append(steps, tableStep{"", schema.Step{Up: []string{strings.TrimSuffix(ddl, "\n")}, Down: []string{strings.TrimSuffix(schema.Drop(t), "\n")}}})
 			changes = append(changes, "add_"+t.Name)
 			created = true
 			continue
@@ -258,7 +276,9 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 		if len(fwd) == 0 {
 			continue
 		}
-		steps = append(steps, fwd...)
+		for _, s := range fwd {
+			steps = append(steps, tableStep{t.Name, s})
+		}
 		changes = append(changes, "alter_"+t.Name)
 	}
 	var diags diagnostics
@@ -274,7 +294,7 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 		if err != nil {
 			return nil, "", err
 		}
-		steps = append(steps, schema.Step{Up: []string{strings.TrimSuffix(schema.Drop(t), "\n")}, Down: []string{strings.TrimSuffix(ddl, "\n")}})
+		steps = append(steps, tableStep{t.Name, schema.Step{Up: []string{strings.TrimSuffix(schema.Drop(t), "\n")}, Down: []string{strings.TrimSuffix(ddl, "\n")}}})
 		changes = append(changes, "drop_"+t.Name)
 	}
 	if err := diags.err(); err != nil {

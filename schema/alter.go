@@ -14,6 +14,12 @@ import (
 // skipjack migrate and can be run again by any other tool.
 const LockTimeout = "100ms"
 
+// ValidateLockTimeout is the lock_timeout of an OwnTransaction step
+// (VALIDATE CONSTRAINT). Its SHARE UPDATE EXCLUSIVE lock blocks no read or
+// write, so it may wait longer; it must outwait deadlock_timeout (1s by
+// default), after which Postgres cancels an autovacuum that is in its way.
+const ValidateLockTimeout = "5s"
+
 // StepKind says how a step may run.
 type StepKind int
 

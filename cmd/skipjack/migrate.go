@@ -82,7 +82,11 @@ func migratePool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
 	cfg.MaxConns = max(cfg.MaxConns, 2)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, fmt.Errorf("connect to the database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to the database: %w", err)
 	}
 	return pool, nil
 }
