@@ -152,6 +152,7 @@ func TestEvolution(t *testing.T) {
 			expectShapes(t, toolConn, 0)
 			tool("up again", func() error { return f.tool.up(ctx, toolDB, migrations) })
 			expectShapes(t, toolConn, 2)
+			keepMigrations(t, migrations, "evolution-"+f.format)
 			t.Logf("%s: %v", f.format, time.Since(start).Round(time.Millisecond))
 		})
 	}
@@ -257,4 +258,18 @@ func readShape(t *testing.T, conn *pgx.Conn, table string) tableShape {
 	}
 	slices.Sort(s.reloptions)
 	return s
+}
+
+// keepMigrations copies the migrations folder dir to
+// $SKIPJACK_MIGRATIONS_OUT/name/migrations when that variable is set:
+// scripts/test.sh lints them with squawk after the tests.
+func keepMigrations(t *testing.T, dir, name string) {
+	t.Helper()
+	out := os.Getenv("SKIPJACK_MIGRATIONS_OUT")
+	if out == "" {
+		return
+	}
+	if err := os.CopyFS(filepath.Join(out, name, "migrations"), os.DirFS(dir)); err != nil {
+		t.Fatalf("keep the migrations for squawk: %v", err)
+	}
 }

@@ -42,6 +42,7 @@ migrations:
 queues:
   live:
     payload: {n: int64}
+    retention: {completed: 168h}
 ` + change + old
 }
 
@@ -96,7 +97,7 @@ func TestLiveMigrations(t *testing.T) {
 	quiet := time.Now()
 	time.Sleep(3 * time.Second)
 	base := load.during(quiet, time.Now())
-	baseline := fmt.Sprintf("%-50s %2s          %7v: %4d enqueues, worst %v, p50 %v", "no migration (baseline)", "", 3*time.Second, base.n, base.worst.Round(100*time.Microsecond), base.p50.Round(100*time.Microsecond))
+	baseline := fmt.Sprintf("%-50s %2s          %7v: %4d enqueues, worst %v, p50 %v, longest lock wait %v (%s)", "no migration (baseline)", "", 3*time.Second, base.n, base.worst.Round(100*time.Microsecond), base.p50.Round(100*time.Microsecond), base.lockWait.Round(time.Millisecond), base.lockEvent)
 	t.Log(baseline)
 	steps := []struct {
 		name, yaml string
@@ -129,7 +130,7 @@ func TestLiveMigrations(t *testing.T) {
 		to := time.Now()
 		time.Sleep(300 * time.Millisecond)
 		st := load.during(from, to)
-		line := fmt.Sprintf("%-50s %2d units in %7v: %4d enqueues, worst %v, p50 %v", s.name, len(added)/2, to.Sub(from).Round(time.Millisecond), st.n, st.worst.Round(100*time.Microsecond), st.p50.Round(100*time.Microsecond))
+		line := fmt.Sprintf("%-50s %2d units in %7v: %4d enqueues, worst %v, p50 %v, longest lock wait %v (%s)", s.name, len(added)/2, to.Sub(from).Round(time.Millisecond), st.n, st.worst.Round(100*time.Microsecond), st.p50.Round(100*time.Microsecond), st.lockWait.Round(time.Millisecond), st.lockEvent)
 		report = append(report, line)
 		t.Log(line)
 		if !before && st.worst >= liveMaxEnqueue {
@@ -137,6 +138,7 @@ func TestLiveMigrations(t *testing.T) {
 		}
 	}
 	load.stop()
+	keepMigrations(t, migrations, "live")
 	if err := load.failure(); err != nil {
 		t.Errorf("load: %v", err)
 	}
@@ -231,11 +233,12 @@ type load struct {
 	wg     sync.WaitGroup
 	pool   *pgxpool.Pool
 
-	mu       sync.Mutex
-	enqueues []enqueue
-	claimed  map[int64]bool
-	err      error
-	stopped  atomic.Bool
+	mu        sync.Mutex
+	enqueues  []enqueue
+	lockWaits []lockWait
+	claimed   map[int64]bool
+	err       error
+	stopped   atomic.Bool
 }
 
 // enqueue is one timed Enqueue.
@@ -243,10 +246,23 @@ type enqueue struct {
 	start, end time.Time
 }
 
+// lockWait is how long the enqueue that had waited longest for a lock at
+// one moment had been waiting.
+type lockWait struct {
+	at    time.Time
+	wait  time.Duration
+	event string // pg_stat_activity.wait_event: relation, extend, transactionid, ...
+}
+
 // loadStats are the enqueues that overlapped a migration.
 type loadStats struct {
 	n          int
 	worst, p50 time.Duration
+	// lockWait is the longest an enqueue was seen waiting for a lock: the
+	// part of the worst enqueue that the migration's locks caused, apart
+	// from what a busy machine adds.
+	lockWait  time.Duration
+	lockEvent string
 }
 
 // startLoad starts two producers that each enqueue a job every 5ms and two
@@ -258,6 +274,12 @@ func startLoad(ctx context.Context, t *testing.T, dbURL string) *load {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 8
+	// The load's own commits do not wait for the WAL flush: on a shared
+	// machine a flush can take 200ms whatever runs, and every enqueue's
+	// NOTIFY serializes on a lock held across the commit, so flush times
+	// would decide the result. The migration's commits stay synchronous:
+	// what its locks cost is what is measured.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -291,6 +313,28 @@ func startLoad(ctx context.Context, t *testing.T, dbURL string) *load {
 			}
 		})
 	}
+	// Sample every 10ms how long enqueues have been waiting for a lock.
+	l.wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			var secs float64
+			var event string
+			err := pool.QueryRow(ctx, `SELECT extract(epoch FROM clock_timestamp() - query_start)::float8, wait_event FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO skipjack.live%' ORDER BY query_start LIMIT 1`).Scan(&secs, &event)
+			if err != nil {
+				continue // pgx.ErrNoRows: nobody waits
+			}
+			l.mu.Lock()
+			l.lockWaits = append(l.lockWaits, lockWait{time.Now(), time.Duration(secs * float64(time.Second)), event})
+			l.mu.Unlock()
+		}
+	})
 	for range 2 {
 		l.wg.Go(func() {
 			for ctx.Err() == nil {
@@ -343,6 +387,11 @@ func (l *load) during(from, to time.Time) loadStats {
 	st := loadStats{n: len(ds)}
 	if len(ds) > 0 {
 		st.worst, st.p50 = ds[len(ds)-1], ds[len(ds)/2]
+	}
+	for _, w := range l.lockWaits {
+		if !w.at.Before(from) && !w.at.After(to) && w.wait > st.lockWait {
+			st.lockWait, st.lockEvent = w.wait, w.event
+		}
 	}
 	return st
 }

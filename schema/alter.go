@@ -258,7 +258,7 @@ func concurrentlyIfNotExists(concurrently bool) string {
 func duplicateCheck(t Table) string {
 	d := t.data(true)
 	msg := fmt.Sprintf("queue %s has jobs in states %s that share the new unique key; "+
-		"find them with the query in docs/reference.md (Unique jobs: adding a key to a live queue), resolve them, then migrate again",
+		"find them with the query under \"Unique jobs\" in skipjack's docs/reference.md, resolve them, then migrate again",
 		t.Name, strings.Join(t.Unique.States, ", "))
 	return fmt.Sprintf(`DO $$
 BEGIN
