@@ -23,8 +23,17 @@ import (
 // migrations run: a real queue's history (retention.completed/failed).
 const liveRows = 2_000_000
 
-// liveMaxEnqueue is the worst single enqueue a migration may cause.
-const liveMaxEnqueue = 250 * time.Millisecond
+// liveMaxLockWait is the longest an enqueue may wait for a lock that a
+// migration holds or waits for: lock_timeout (100ms) bounds it.
+const liveMaxLockWait = 250 * time.Millisecond
+
+// liveMaxEnqueue bounds the worst single enqueue during a migration. On a
+// shared two-core machine an enqueue takes up to ~250ms with no migration
+// at all (the test measures that baseline first), so the wall-clock bound
+// only catches a migration that holds a table lock across a build or a
+// scan, which on liveRows rows takes seconds; liveMaxLockWait is the exact
+// check.
+const liveMaxEnqueue = time.Second
 
 // liveConfig is the config of the live test: queue live under load and
 // queue old, dropped by the last step. change adds YAML under live.
@@ -49,8 +58,9 @@ queues:
 // TestLiveMigrations applies each kind of update migration to a queue
 // table of liveRows rows while producers enqueue every 5ms and workers
 // claim and complete jobs, with skipjack migrate, and reports the worst
-// enqueue during each migration: under liveMaxEnqueue, no enqueue fails
-// and no job is claimed twice.
+// enqueue during each migration and the longest an enqueue waited for a
+// lock: no lock wait reaches liveMaxLockWait, no enqueue fails and no job
+// is claimed twice.
 //
 // The load is SQL, as the queue table's contract allows producers and as
 // the generated code's claim does it (FOR UPDATE SKIP LOCKED), because the
@@ -133,6 +143,9 @@ func TestLiveMigrations(t *testing.T) {
 		line := fmt.Sprintf("%-50s %2d units in %7v: %4d enqueues, worst %v, p50 %v, longest lock wait %v (%s)", s.name, len(added)/2, to.Sub(from).Round(time.Millisecond), st.n, st.worst.Round(100*time.Microsecond), st.p50.Round(100*time.Microsecond), st.lockWait.Round(time.Millisecond), st.lockEvent)
 		report = append(report, line)
 		t.Log(line)
+		if !before && st.lockWait >= liveMaxLockWait {
+			t.Errorf("%s: an enqueue waited %v for a lock (%s), want under %v", s.name, st.lockWait, st.lockEvent, liveMaxLockWait)
+		}
 		if !before && st.worst >= liveMaxEnqueue {
 			t.Errorf("%s: worst enqueue during the migration took %v, want under %v", s.name, st.worst, liveMaxEnqueue)
 		}

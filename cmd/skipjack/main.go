@@ -13,9 +13,11 @@
 //	skipjack jobs retry  QUEUE (ID... | --state STATE)
 //	skipjack jobs cancel QUEUE (ID... | --state STATE)
 //
-// migrate, stats, ui and jobs run the module's own generated code: they
-// build a temporary main package in a hidden folder under out, so they
-// need the module to require github.com/skipjack-dev/skipjack/runtime.
+// migrate reads the migrations folder and applies it with the runtime's
+// applier: it needs no Go toolchain. stats, ui and jobs run the module's
+// own generated code: they build a temporary main package in a hidden
+// folder under out, so they need the module to require
+// github.com/skipjack-dev/skipjack/runtime.
 // --database-url defaults to $DATABASE_URL. Flags may follow arguments.
 //
 // Exit status: 0 ok, 1 a user-facing failure (bad config, drift, database
