@@ -63,7 +63,7 @@ var versionPrefix = regexp.MustCompile(`^(\d+)_`)
 // query).
 type unit struct {
 	noTx     bool
-	own      bool // an OwnTransaction step: VALIDATE CONSTRAINT
+	own      bool // an OwnTransaction step: a scan (VALIDATE CONSTRAINT, a duplicate check)
 	up, down []string
 }
 

@@ -15,9 +15,10 @@ import (
 const LockTimeout = "100ms"
 
 // ValidateLockTimeout is the lock_timeout of an OwnTransaction step
-// (VALIDATE CONSTRAINT). Its SHARE UPDATE EXCLUSIVE lock blocks no read or
-// write, so it may wait longer; it must outwait deadlock_timeout (1s by
-// default), after which Postgres cancels an autovacuum that is in its way.
+// (VALIDATE CONSTRAINT, the duplicate check). Their locks (SHARE UPDATE
+// EXCLUSIVE, ACCESS SHARE) block no read or write, so they may wait
+// longer, and must outwait deadlock_timeout (1s by default), after which
+// Postgres cancels an autovacuum that is in the way of VALIDATE.
 const ValidateLockTimeout = "5s"
 
 // StepKind says how a step may run.
@@ -28,9 +29,9 @@ const (
 	// InTransaction steps next to them.
 	InTransaction StepKind = iota
 	// OwnTransaction steps run in a transaction of their own, after the
-	// steps before them committed (VALIDATE CONSTRAINT, which must not run
-	// while the transaction that added the constraint still holds its
-	// lock).
+	// steps before them committed: the scans (VALIDATE CONSTRAINT, the
+	// duplicate check of a new unique key), which must not run while a
+	// lock that another statement took is held.
 	OwnTransaction
 	// NoTransaction steps are one statement each way that Postgres refuses
 	// to run inside a transaction (CREATE or DROP INDEX CONCURRENTLY).
@@ -145,8 +146,10 @@ func AlterSteps(from, to Table) ([]Step, error) {
 				Down: []string{uniqueIndex(from, true)}})
 		}
 		if to.Unique != nil {
+			// The check scans the table: a transaction of its own, so it
+			// holds no lock that another statement of the change took.
 			steps = append(steps,
-				Step{Up: []string{duplicateCheck(to)}},
+				Step{Kind: OwnTransaction, Up: []string{duplicateCheck(to)}},
 				Step{Kind: NoTransaction,
 					Up:   []string{uniqueIndex(to, true)},
 					Down: []string{dropIndex(sch, idx)}})
