@@ -134,6 +134,7 @@ func TestApplyLiveUnits(t *testing.T) {
 		up      string        // migration 2
 		wantErr string        // "" means success
 		checks  map[string]int64
+		one     bool // a pool of one connection
 	}{
 		{name: "concurrent build beside the lock transaction", up: buildUniq,
 			checks: map[string]int64{validUniq: 1}},
@@ -145,6 +146,8 @@ func TestApplyLiveUnits(t *testing.T) {
 			checks: map[string]int64{validUniq: 1}},
 		{name: "failed build leaves no invalid index", setup: []string{dupes}, up: buildUniq, wantErr: "could not create unique index",
 			checks: map[string]int64{anyUniq: 0, `SELECT count(*) FROM jobs._skipjack_migrations`: 1}},
+		{name: "one connection is refused before anything runs", one: true, up: buildUniq, wantErr: "needs at least 2 connections",
+			checks: map[string]int64{anyUniq: 0}},
 		{name: "lock timeout retried", hold: 700 * time.Millisecond,
 			up:     `SET LOCAL lock_timeout = '50ms'; ALTER TABLE jobs.a ADD COLUMN y int;`,
 			checks: map[string]int64{`SELECT count(*) FROM information_schema.columns WHERE table_schema = 'jobs' AND column_name = 'y'`: 1}},
@@ -152,7 +155,11 @@ func TestApplyLiveUnits(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pool := skipjacktest.NewPool(t)
+			pool := skipjacktest.NewPoolConfig(t, func(c *pgxpool.Config) {
+				if tc.one {
+					c.MaxConns = 1
+				}
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			p := skipjackimpl.MigrateParams{Config: "live", Schema: "jobs", Migrations: []skipjackimpl.Migration{

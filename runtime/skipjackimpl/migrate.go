@@ -133,6 +133,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migrat
 		applied[int(v)] = true
 	}
 
+	for _, m := range ms {
+		if !applied[m.Version] && noTransaction(m.Up) && pool.Config().MaxConns < 2 {
+			return nil, fmt.Errorf("migrate %s: %s runs outside a transaction beside the lock's, so the pool needs at least 2 connections (MaxConns is %d)",
+				p.Config, m.Name, pool.Config().MaxConns)
+		}
+	}
 	a := applier{pool: pool, table: table, config: p.Config, key: lockKey("skipjack:" + p.Config)}
 	var done []Migration
 	for _, m := range ms {
