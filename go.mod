@@ -61,6 +61,9 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
+// The CLI's migrate, stats, jobs and ui run the runtime's applier and the
+// dashboard in-process. Both are modules of this repository: releases tag
+// them and require the tagged versions here.
 replace github.com/skipjack-dev/skipjack/runtime => ./runtime
 
 replace github.com/skipjack-dev/skipjack/dashboard => ./dashboard

@@ -81,6 +81,11 @@ var goldenCases = []struct {
 	// tern: an evolution in the tern format; migrations/ holds the first
 	// migration as generate wrote it, which Migrate must embed unchanged.
 	{name: "tern", postgres: true},
+	// goose_live: a live update in the goose format (priority on and a
+	// unique key added to a table of the first migration): non-transactional
+	// units with -- +goose NO TRANSACTION, which the generated Migrate
+	// applies outside a transaction.
+	{name: "goose_live", postgres: true},
 }
 
 // TestGolden generates every case in a temp module, compares the output

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,8 +47,8 @@ type state struct {
 	Tables []schema.Table `json:"tables"`
 }
 
-// migrationPlan is the existing generated migrations plus the one the YAML
-// needs now, if any.
+// migrationPlan is the existing generated migrations plus the ones the
+// YAML needs now, if any.
 type migrationPlan struct {
 	all      []migration // every generated migration, in version order
 	newFiles []File
@@ -55,8 +56,39 @@ type migrationPlan struct {
 
 var versionPrefix = regexp.MustCompile(`^(\d+)_`)
 
-// planMigrations reads the migrations folder and plans the migration that
-// brings the database from the last recorded state to the YAML's.
+// A unit is what one migration file holds: statements that share one
+// transaction, or statements that each run on their own outside any
+// transaction (CREATE and DROP INDEX CONCURRENTLY, which Postgres refuses
+// to run in a transaction, even the implicit one of a multi-statement
+// query).
+type unit struct {
+	noTx     bool
+	own      bool // an OwnTransaction step: a scan (VALIDATE CONSTRAINT, a duplicate check)
+	up, down []string
+}
+
+// NoTransactionMarker starts the body of a generated migration whose
+// statements must run outside a transaction; skipjack's applier reads it.
+// Each format also carries its own tool's marker.
+const NoTransactionMarker = "-- skipjack:no-transaction"
+
+// Lines that the non-transactional units carry for the reader and for
+// squawk. A concurrent index build or drop takes a SHARE UPDATE EXCLUSIVE
+// lock, which reads and writes never wait for, and then waits for the
+// transactions already running: a lock_timeout would fail it whenever a
+// worker's transaction is open, so it has none.
+const (
+	noTxComment  = NoTransactionMarker + " (CONCURRENTLY cannot run inside a transaction)"
+	squawkNoLock = "-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.\n" +
+		"-- squawk-ignore-file require-lock-timeout"
+	nothingToDo = "-- Nothing to undo."
+	ternNoTx    = "---- tern: disable-tx ----"
+	gooseNoTx   = "-- +goose NO TRANSACTION"
+)
+
+// planMigrations reads the migrations folder and plans the migrations that
+// bring the database from the last recorded state to the YAML's: one
+// migration (one version) per unit.
 func planMigrations(cfg *config.Config, want state) (*migrationPlan, error) {
 	dir := filepath.Join(cfg.Dir, filepath.FromSlash(cfg.Migrations.Dir))
 	existing, last, maxVersion, err := readMigrations(dir, cfg.Migrations.Format)
@@ -64,49 +96,155 @@ func planMigrations(cfg *config.Config, want state) (*migrationPlan, error) {
 		return nil, err
 	}
 	plan := &migrationPlan{all: existing}
-	up, down, name, err := diffState(cfg, last, want)
+	units, name, err := diffState(cfg, last, want)
 	if err != nil {
 		return nil, err
 	}
-	if up == "" {
+	if len(units) == 0 {
 		return plan, nil
 	}
-	version := maxVersion + 1
-	base := fmt.Sprintf("%04d_%s", version, name)
 	stateJSON, err := json.Marshal(want)
 	if err != nil {
 		return nil, fmt.Errorf("encode migration state: %w", err)
 	}
 	head := SQLHeader + "\n" + stateMarker + string(stateJSON) + "\n\n"
 	rel := path.Clean(cfg.Migrations.Dir)
-	switch cfg.Migrations.Format {
-	case formatGoose:
-		plan.newFiles = []File{{Path: path.Join(rel, base+".sql"), Data: []byte(head +
-			gooseUp + "\n" + gooseBegin + "\n" + up + gooseEnd + "\n\n" +
-			gooseDown + "\n" + gooseBegin + "\n" + down + gooseEnd + "\n")}}
-	case formatTern:
-		plan.newFiles = []File{{Path: path.Join(rel, base+".sql"), Data: []byte(head + up + "\n" + ternSeparator + "\n\n" + down)}}
-	default: // plain and golang-migrate share the up/down file pair.
-		plan.newFiles = []File{
-			{Path: path.Join(rel, base+".up.sql"), Data: []byte(head + up)},
-			{Path: path.Join(rel, base+".down.sql"), Data: []byte(SQLHeader + "\n\n" + down)},
+	// The lock_timeout guards live tables; the first migration creates
+	// tables nothing uses yet.
+	update := last != nil && len(last.Tables) > 0
+	for i, u := range units {
+		version := maxVersion + 1 + i
+		base := fmt.Sprintf("%04d_%s", version, name)
+		if i > 0 {
+			base += "_" + strconv.Itoa(i+1)
 		}
+		up, down := u.render(u.up, update, cfg.Migrations.Format), u.render(u.down, update, cfg.Migrations.Format)
+		switch cfg.Migrations.Format {
+		case formatGoose:
+			file := head
+			if u.noTx {
+				file += gooseNoTx + "\n"
+			}
+			plan.newFiles = append(plan.newFiles, File{Path: path.Join(rel, base+".sql"), Data: []byte(file +
+				gooseUp + "\n" + u.gooseSection(up) + "\n" + gooseDown + "\n" + u.gooseSection(down))})
+		case formatTern:
+			if u.noTx {
+				up, down = ternNoTx+"\n"+up, ternNoTx+"\n"+down
+			}
+			plan.newFiles = append(plan.newFiles, File{Path: path.Join(rel, base+".sql"), Data: []byte(head + up + "\n" + ternSeparator + "\n\n" + down)})
+		default: // plain and golang-migrate share the up/down file pair.
+			plan.newFiles = append(plan.newFiles,
+				File{Path: path.Join(rel, base+".up.sql"), Data: []byte(head + up)},
+				File{Path: path.Join(rel, base+".down.sql"), Data: []byte(SQLHeader + "\n\n" + down)})
+		}
+		plan.all = append(plan.all, migration{Version: version, Name: base, Up: upSection(up, cfg.Migrations.Format)})
 	}
-	plan.all = append(plan.all, migration{Version: version, Name: base, Up: up})
 	return plan, nil
 }
 
-// diffState returns the up and down SQL from the recorded state last (nil
-// before the first migration) to the YAML's state want, and a name for the
-// migration; up is "" when nothing changed.
-func diffState(cfg *config.Config, last *state, want state) (up, down, name string, err error) {
+// render returns the SQL of one direction of u: its statements, after the
+// lock_timeout of a transactional unit of an update migration or the
+// markers of a non-transactional unit. Formats whose tool runs a
+// non-transactional file statement by statement (goose, tern) first drop
+// what a failed concurrent build left of an index, so the file can simply
+// be run again; golang-migrate runs a file as one query, which must then be
+// one statement, and skipjack's own applier repairs such an index itself.
+func (u unit) render(stmts []string, update bool, format string) string {
+	if len(stmts) == 0 {
+		return nothingToDo + "\n"
+	}
+	var parts []string
+	switch {
+	case u.noTx:
+		parts = append(parts, noTxComment+"\n"+squawkNoLock)
+		for _, s := range stmts {
+			if idx, ok := concurrentBuild(s); ok && (format == formatGoose || format == formatTern) {
+				parts = append(parts, "DROP INDEX CONCURRENTLY IF EXISTS "+idx+";")
+			}
+			parts = append(parts, s)
+		}
+	case update:
+		timeout := schema.LockTimeout
+		if u.own {
+			timeout = schema.ValidateLockTimeout
+		}
+		parts = append(append(parts, fmt.Sprintf("SET LOCAL lock_timeout = %s;", schema.QuoteLiteral(timeout))), stmts...)
+	default:
+		parts = stmts
+	}
+	return strings.Join(parts, "\n\n") + "\n"
+}
+
+// gooseSection wraps one direction of u for goose: a transactional unit
+// is one goose statement (its SQL may hold dollar-quoted bodies with
+// semicolons); goose splits a non-transactional one at its semicolons and
+// runs each statement on its own.
+func (u unit) gooseSection(sql string) string {
+	if u.noTx || strings.TrimSpace(sql) == nothingToDo {
+		return sql
+	}
+	return gooseBegin + "\n" + sql + gooseEnd + "\n"
+}
+
+var concurrentIndex = regexp.MustCompile(`^CREATE (?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+")\.`)
+
+// concurrentBuild returns the schema-qualified quoted name of the index
+// that stmt builds concurrently, if it does.
+func concurrentBuild(stmt string) (string, bool) {
+	m := concurrentIndex.FindStringSubmatch(stmt)
+	if m == nil {
+		return "", false
+	}
+	return m[2] + "." + m[1], true
+}
+
+// tableStep is a step of one queue table's change; table is "" for the
+// creation of a new table, which nothing uses yet.
+type tableStep struct {
+	table string
+	schema.Step
+}
+
+// group splits steps into units: InTransaction steps next to each other
+// share a unit if they change the same live table (or create new ones), an
+// OwnTransaction step and every NoTransaction step get one of their own. A
+// transaction never spans two live tables: one holding a lock on the first
+// while it waits for a lock on the second would stall the first's
+// producers. A unit's down undoes its steps in reverse order.
+func group(steps []tableStep) []unit {
+	var units []unit
+	var stepsOf [][]schema.Step
+	open, live := false, "" // the last unit takes InTransaction steps of table live ("": any)
+	for _, s := range steps {
+		if s.Kind == schema.InTransaction && open && (s.table == "" || live == "" || live == s.table) {
+			stepsOf[len(stepsOf)-1] = append(stepsOf[len(stepsOf)-1], s.Step)
+			live = cmp.Or(live, s.table)
+			continue
+		}
+		units = append(units, unit{noTx: s.Kind == schema.NoTransaction, own: s.Kind == schema.OwnTransaction})
+		stepsOf = append(stepsOf, []schema.Step{s.Step})
+		open, live = s.Kind == schema.InTransaction, s.table
+	}
+	for i, ss := range stepsOf {
+		for j, s := range ss {
+			units[i].up = append(units[i].up, s.Up...)
+			units[i].down = append(units[i].down, ss[len(ss)-1-j].Down...)
+		}
+	}
+	return units
+}
+
+// diffState returns the units that bring the database from the recorded
+// state last (nil before the first migration) to the YAML's state want,
+// and a name for the migration; no units when nothing changed.
+func diffState(cfg *config.Config, last *state, want state) (units []unit, name string, err error) {
 	if last == nil {
 		last = &state{Schema: cfg.Schema}
 	} else if last.Schema != cfg.Schema {
 		diags := diagnostics{file: cfg.Path}
 		diags.addf(cfg.SchemaPos, "schema changed from %q to %q after migrations were generated; moving queue tables between schemas is not supported",
 			last.Schema, cfg.Schema)
-		return "", "", "", diags.err()
+		return nil, "", diags.err()
 	}
 	prev := map[string]schema.Table{}
 	for _, t := range last.Tables {
@@ -116,31 +254,31 @@ func diffState(cfg *config.Config, last *state, want state) (up, down, name stri
 	for _, q := range cfg.Queues {
 		declared[q.Name] = q
 	}
-	var ups, downs, changes []string
+	var steps []tableStep
+	var changes []string
+	created := false
 	for _, t := range want.Tables {
 		old, ok := prev[t.Name]
 		if !ok {
 			ddl, err := schema.Create(t)
 			if err != nil {
-				return "", "", "", err
+				return nil, "", err
 			}
-			ups = append(ups, ddl)
-			downs = append(downs, schema.Drop(t))
+			steps = append(steps, tableStep{"", schema.Step{Up: []string{strings.TrimSuffix(ddl, "\n")}, Down: []string{strings.TrimSuffix(schema.Drop(t), "\n")}}})
 			changes = append(changes, "add_"+t.Name)
+			created = true
 			continue
 		}
-		fwd, err := schema.Alter(old, t)
+		fwd, err := schema.AlterSteps(old, t)
 		if err != nil {
-			return "", "", "", err
+			return nil, "", err
 		}
-		if fwd == "" {
+		if len(fwd) == 0 {
 			continue
 		}
-		back, err := schema.Alter(t, old)
-		if err != nil {
-			return "", "", "", err
+		for _, s := range fwd {
+			steps = append(steps, tableStep{t.Name, s})
 		}
-		ups, downs = append(ups, fwd), append(downs, back)
 		changes = append(changes, "alter_"+t.Name)
 	}
 	var diags diagnostics
@@ -154,26 +292,29 @@ func diffState(cfg *config.Config, last *state, want state) (up, down, name stri
 		}
 		ddl, err := schema.Create(t)
 		if err != nil {
-			return "", "", "", err
+			return nil, "", err
 		}
-		ups = append(ups, schema.Drop(t))
-		downs = append(downs, ddl)
+		steps = append(steps, tableStep{t.Name, schema.Step{Up: []string{strings.TrimSuffix(schema.Drop(t), "\n")}, Down: []string{strings.TrimSuffix(ddl, "\n")}}})
 		changes = append(changes, "drop_"+t.Name)
 	}
 	if err := diags.err(); err != nil {
-		return "", "", "", err
+		return nil, "", err
 	}
 	if needsWorkers(want.Tables) && !needsWorkers(last.Tables) {
-		// Layout 4's workers table, one per schema: a new table, which
-		// nothing reads or locks yet.
-		ups = append([]string{schema.CreateWorkers(cfg.Schema)}, ups...)
-		downs = append([]string{schema.DropWorkers(cfg.Schema)}, downs...)
+		// Layout 4's workers table, one per schema, first: a new table,
+		// which nothing reads or locks yet.
+		workers := tableStep{"", schema.Step{
+			Up:   []string{strings.TrimSuffix(schema.CreateWorkers(cfg.Schema), "\n")},
+			Down: []string{strings.TrimSuffix(schema.DropWorkers(cfg.Schema), "\n")},
+		}}
+		steps = append([]tableStep{workers}, steps...)
+		created = true
 		if len(last.Tables) > 0 {
 			changes = append(changes, "add_workers")
 		}
 	}
-	if len(ups) == 0 {
-		return "", "", "", nil
+	if len(steps) == 0 {
+		return nil, "", nil
 	}
 	name = "skipjack_update"
 	switch {
@@ -182,12 +323,11 @@ func diffState(cfg *config.Config, last *state, want state) (up, down, name stri
 	case len(changes) == 1:
 		name = "skipjack_" + changes[0]
 	}
-	up = fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s;\n\n", schema.QuoteIdent(cfg.Schema)) + strings.Join(ups, "\n")
-	// Down undoes the changes in reverse order.
-	for i, j := 0, len(downs)-1; i < j; i, j = i+1, j-1 {
-		downs[i], downs[j] = downs[j], downs[i]
+	units = group(steps)
+	if created && !units[0].noTx {
+		units[0].up = append([]string{fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s;", schema.QuoteIdent(cfg.Schema))}, units[0].up...)
 	}
-	return up, strings.Join(downs, "\n"), name, nil
+	return units, name, nil
 }
 
 // needsWorkers reports whether any of tables is of layout 4 or later, whose
@@ -256,6 +396,11 @@ func readMigrations(dir, format string) ([]migration, *state, int, error) {
 func upSection(body, format string) string {
 	switch format {
 	case formatGoose:
+		if rest, ok := strings.CutPrefix(body, gooseNoTx+"\n"+gooseUp+"\n"); ok {
+			// planMigrations writes up + "\n" + gooseDown.
+			body, _, _ = strings.Cut(rest, "\n"+gooseDown+"\n")
+			break
+		}
 		body = strings.TrimPrefix(body, gooseUp+"\n"+gooseBegin+"\n")
 		body, _, _ = strings.Cut(body, gooseEnd+"\n\n"+gooseDown)
 	case formatTern:

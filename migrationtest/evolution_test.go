@@ -16,8 +16,8 @@ import (
 
 // evolutionConfig is the config before (version 1) and after (version 2)
 // an evolution that touches everything a migration can change: a queue is
-// added, max_attempts, priority, notify and storage parameters change, and
-// a queue is dropped.
+// added, max_attempts, priority, notify, the unique key and storage
+// parameters change, and a queue is dropped.
 func evolutionConfig(format string, version int) string {
 	head := fmt.Sprintf(`version: 1
 name: evo
@@ -42,6 +42,7 @@ queues:
     payload: {to: string}
     max_attempts: 10
     notify: false
+    unique: {by: [to]}
   resize_image:
     payload: {image_id: int64}
     priority: true
@@ -60,6 +61,7 @@ type tableShape struct {
 	maxAttemptsDefault string   // the column default of max_attempts
 	triggers           int      // user triggers (the NOTIFY trigger)
 	priorityIndex      bool     // an index that orders by priority
+	uniqueIndex        bool     // a valid unique index of the queue's key
 	reloptions         []string // storage parameters
 }
 
@@ -74,7 +76,7 @@ var wantShapes = map[int]map[string]tableShape{
 		"audit_log":    {},
 	},
 	2: {
-		"send_email":   {exists: true, maxAttemptsDefault: "10"},
+		"send_email":   {exists: true, maxAttemptsDefault: "10", uniqueIndex: true},
 		"resize_image": {exists: true, maxAttemptsDefault: "25", triggers: 1, priorityIndex: true, reloptions: []string{"autovacuum_vacuum_scale_factor=0.02", "fillfactor=80"}},
 		"old_reports":  {},
 		"audit_log":    {exists: true, maxAttemptsDefault: "25", triggers: 1},
@@ -127,9 +129,15 @@ func TestEvolution(t *testing.T) {
 			}
 
 			p.write("skipjack.yaml", evolutionConfig(f.format, 2))
-			p.generate()
+			p.generate("--allow-breaking") // a unique key over queued jobs
 			p.check()
-			countMigrations(t, migrations, 2*f.files)
+			// Seven units: send_email's changes; the duplicate check of its
+			// new unique key, alone; its unique index built concurrently;
+			// resize_image's new claim index built, then the old one
+			// dropped, each concurrently and alone; the rename, its storage
+			// parameters and audit_log created; then old_reports dropped (a
+			// transaction never spans two live tables).
+			countMigrations(t, migrations, 8*f.files)
 			tool("up to 2", func() error { return f.tool.up(ctx, toolDB, migrations) })
 			expectShapes(t, toolConn, 2)
 			expectJobs(t, toolConn)
@@ -148,6 +156,7 @@ func TestEvolution(t *testing.T) {
 			expectShapes(t, toolConn, 0)
 			tool("up again", func() error { return f.tool.up(ctx, toolDB, migrations) })
 			expectShapes(t, toolConn, 2)
+			keepMigrations(t, migrations, "evolution-"+f.format)
 			t.Logf("%s: %v", f.format, time.Since(start).Round(time.Millisecond))
 		})
 	}
@@ -219,7 +228,7 @@ func expectShapes(t *testing.T, conn *pgx.Conn, version int) {
 
 func (s tableShape) equal(o tableShape) bool {
 	return s.exists == o.exists && s.maxAttemptsDefault == o.maxAttemptsDefault && s.triggers == o.triggers &&
-		s.priorityIndex == o.priorityIndex && slices.Equal(s.reloptions, o.reloptions)
+		s.priorityIndex == o.priorityIndex && s.uniqueIndex == o.uniqueIndex && slices.Equal(s.reloptions, o.reloptions)
 }
 
 // readShape reads what the test checks of skipjack.<table>. Storage
@@ -242,6 +251,8 @@ func readShape(t *testing.T, conn *pgx.Conn, table string) tableShape {
 	s.triggers = int(queryInt(t, conn, "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal", qualified))
 	s.priorityIndex = queryInt(t, conn, `SELECT count(*) FROM pg_indexes
 		WHERE schemaname = 'skipjack' AND tablename = $1 AND indexdef LIKE '%(priority%'`, table) > 0
+	s.uniqueIndex = queryInt(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = to_regclass($1) AND indisvalid AND indisunique`,
+		"skipjack."+table+"_unique_idx") == 1
 	var options []string
 	if err := conn.QueryRow(ctx, "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = to_regclass($1)", qualified).Scan(&options); err != nil {
 		t.Fatalf("read storage parameters of %s: %v", table, err)
@@ -253,4 +264,18 @@ func readShape(t *testing.T, conn *pgx.Conn, table string) tableShape {
 	}
 	slices.Sort(s.reloptions)
 	return s
+}
+
+// keepMigrations copies the migrations folder dir to
+// $SKIPJACK_MIGRATIONS_OUT/name/migrations when that variable is set:
+// scripts/test.sh lints them with squawk after the tests.
+func keepMigrations(t *testing.T, dir, name string) {
+	t.Helper()
+	out := os.Getenv("SKIPJACK_MIGRATIONS_OUT")
+	if out == "" {
+		return
+	}
+	if err := os.CopyFS(filepath.Join(out, name, "migrations"), os.DirFS(dir)); err != nil {
+		t.Fatalf("keep the migrations for squawk: %v", err)
+	}
 }

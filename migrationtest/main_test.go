@@ -150,12 +150,12 @@ func (p *project) ok(args ...string) result {
 	return r
 }
 
-// generate runs skipjack generate and completes go.mod and go.sum, so that
-// later go builds in the project (by migrate and stats) never write them,
-// even when several run at once.
-func (p *project) generate() {
+// generate runs skipjack generate with flags and completes go.mod and
+// go.sum, so that later go builds in the project (by stats and jobs) never
+// write them, even when several run at once.
+func (p *project) generate(flags ...string) {
 	p.t.Helper()
-	p.ok("generate")
+	p.ok(append([]string{"generate"}, flags...)...)
 	goCommand(p.t, p.dir, nil, "mod", "tidy")
 }
 

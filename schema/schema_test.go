@@ -64,8 +64,8 @@ func TestAlter(t *testing.T) {
 	}{
 		{"unchanged", func(*Table) {}, nil},
 		{"max attempts", func(t *Table) { t.MaxAttempts = 5 }, []string{`ALTER COLUMN "max_attempts" SET DEFAULT 5;`}},
-		{"priority on", func(t *Table) { t.Priority = true }, []string{`DROP INDEX "skipjack"."q_claim_idx";`, `("priority", "run_at", "id")`}},
-		{"notify off", func(t *Table) { t.Notify = false }, []string{`DROP TRIGGER "q_notify"`, `DROP FUNCTION "skipjack"."q_notify"();`}},
+		{"priority on", func(t *Table) { t.Priority = true }, []string{`DROP INDEX CONCURRENTLY IF EXISTS "skipjack"."q_claim_idx";`, `CREATE INDEX CONCURRENTLY IF NOT EXISTS "q_claim_next" ON "skipjack"."q" ("priority", "run_at", "id")`, `ALTER INDEX "skipjack"."q_claim_next" RENAME TO "q_claim_idx";`}},
+		{"notify off", func(t *Table) { t.Notify = false }, []string{`DROP TRIGGER IF EXISTS "q_notify"`, `DROP FUNCTION IF EXISTS "skipjack"."q_notify"();`}},
 		{"storage", func(t *Table) {
 			t.StorageParams = []Param{{"fillfactor", "80"}}
 		}, []string{`RESET (autovacuum_vacuum_scale_factor)`, `SET (fillfactor = 80)`}},
@@ -98,10 +98,10 @@ func TestAlterLayout(t *testing.T) {
 		return Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Notify: true, Layout: layout}
 	}
 	const (
-		addTrace    = `ALTER TABLE "skipjack"."q" ADD COLUMN "trace" jsonb;`
-		dropTrace   = `ALTER TABLE "skipjack"."q" DROP COLUMN "trace";`
-		addCancel   = `ADD COLUMN "cancel_requested"`
-		dropCancel  = `DROP COLUMN "cancel_requested"`
+		addTrace    = `ALTER TABLE "skipjack"."q" ADD COLUMN IF NOT EXISTS "trace" jsonb;`
+		dropTrace   = `ALTER TABLE "skipjack"."q" DROP COLUMN IF EXISTS "trace";`
+		addCancel   = `ADD COLUMN IF NOT EXISTS "cancel_requested"`
+		dropCancel  = `DROP COLUMN IF EXISTS "cancel_requested"`
 		notifyQuiet = `current_setting('skipjack.quiet', true)`
 	)
 	tests := []struct {
@@ -135,5 +135,52 @@ func TestAlterLayout(t *testing.T) {
 	got, _ := Alter(table(3), table(1))
 	if strings.Index(got, dropTrace) > strings.Index(got, dropCancel) {
 		t.Errorf("Alter(layout 3 -> 1) drops cancel_requested before trace:\n%s", got)
+	}
+}
+
+// TestAlterStepsAreLive checks every kind of change for what makes it safe
+// on a live table: indexes built and dropped CONCURRENTLY in steps of their
+// own, the CHECK added NOT VALID and validated in a later transaction, and
+// a unique key checked for duplicates before its index is built.
+func TestAlterStepsAreLive(t *testing.T) {
+	t.Parallel()
+	base := Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Notify: true, Layout: 1}
+	to := base
+	to.Layout, to.Priority = CurrentLayout, true
+	to.Unique = &Unique{Keys: []string{"k"}, States: []string{"pending", "running"}}
+	for _, tc := range []struct {
+		name     string
+		from, to Table
+	}{{"up", base, to}, {"down", to, base}} {
+		steps, err := AlterSteps(tc.from, tc.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sawNotValid, sawValidate, sawCheck bool
+		for _, s := range steps {
+			for _, stmt := range append(append([]string(nil), s.Up...), s.Down...) {
+				if strings.Contains(stmt, "INDEX") && !strings.Contains(stmt, "RENAME") && !strings.Contains(stmt, "DO $$") {
+					if !strings.Contains(stmt, "CONCURRENTLY") {
+						t.Errorf("%s: %q builds or drops an index without CONCURRENTLY", tc.name, stmt)
+					}
+					if s.Kind != NoTransaction || len(s.Up) != 1 {
+						t.Errorf("%s: %q is not a non-transactional step of one statement", tc.name, stmt)
+					}
+				}
+			}
+			for _, stmt := range s.Up {
+				sawNotValid = sawNotValid || strings.Contains(stmt, "NOT VALID")
+				sawCheck = sawCheck || strings.Contains(stmt, "RAISE EXCEPTION")
+				if strings.Contains(stmt, "VALIDATE CONSTRAINT") {
+					sawValidate = true
+					if s.Kind != OwnTransaction {
+						t.Errorf("%s: %q shares a transaction", tc.name, stmt)
+					}
+				}
+			}
+		}
+		if tc.name == "up" && !(sawNotValid && sawValidate && sawCheck) {
+			t.Errorf("up: NOT VALID %v, VALIDATE %v, duplicate check %v; want all three", sawNotValid, sawValidate, sawCheck)
+		}
 	}
 }

@@ -30,6 +30,13 @@ untested=(./bench)
 # CLI, go build, the migration tools), which a race build does not check.
 norace=(./migrationtest)
 
+# The migrationtest module's tests leave the migrations they generate here,
+# for squawk below.
+export SKIPJACK_MIGRATIONS_OUT
+SKIPJACK_MIGRATIONS_OUT=$(mktemp -d)
+cleanup_migrations() { rm -rf "$SKIPJACK_MIGRATIONS_OUT"; }
+trap cleanup_migrations EXIT
+
 contains() { local x=$1; shift; for y in "$@"; do [ "$x" = "$y" ] && return 0; done; return 1; }
 
 # gotest runs go test and fails if any package ran no test: a child test
@@ -67,12 +74,18 @@ for m in "${modules[@]}"; do
 	if [ "${#plain[@]}" -gt 0 ]; then (cd "$m" && gotest -count=1 "${plain[@]}"); fi
 done
 
+step "squawk over every generated update migration (golden, examples, the evolution and live tests)"
+for f in plain golang-migrate goose tern; do
+	[ -d "$SKIPJACK_MIGRATIONS_OUT/evolution-$f" ] || fail "the evolution test left no $f migrations in \$SKIPJACK_MIGRATIONS_OUT"
+done
+bash scripts/squawk.sh golden examples "$SKIPJACK_MIGRATIONS_OUT"
+
 step "fuzz the YAML loader for 60s (no panic, every error positioned)"
 (cd generator/config && go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime 60s .)
 
 step "skipjack check over every committed generated tree"
 bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
+trap 'rm -rf "$bin"; cleanup_migrations' EXIT
 go build -o "$bin/skipjack" ./cmd/skipjack
 # Every committed skipjack.yaml except the golden inputs (whose expected
 # trees are *.golden files checked by go test ./generator).

@@ -13,9 +13,10 @@
 //	skipjack jobs retry  QUEUE (ID... | --state STATE)
 //	skipjack jobs cancel QUEUE (ID... | --state STATE)
 //
-// stats, jobs and ui need only the YAML and the database: they run the
-// queries of each queue's generated Admin on its table directly, with no
-// Go toolchain and no Go module. migrate applies the migrations.
+// migrate, stats, jobs and ui need only the YAML, the migrations folder and
+// the database, no Go toolchain and no Go module: migrate applies the
+// migrations folder with the runtime's applier; stats, jobs and ui run the
+// queries of each queue's generated Admin on its table directly.
 // --database-url defaults to $DATABASE_URL. Flags may follow arguments.
 //
 // Exit status: 0 ok, 1 a user-facing failure (bad config, drift, database

@@ -2,11 +2,16 @@ package skipjackimpl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"regexp"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -34,20 +39,61 @@ type MigrateParams struct {
 }
 
 // Migrate applies the migrations of p that the database has not recorded
-// yet, in version order, each in its own transaction together with its
-// tracking row in "<Schema>"."_skipjack_migrations".
-//
-// Many processes may call it at once: each migration's transaction first
-// takes a transaction-scoped advisory lock keyed by a hash of
-// "skipjack:"+Config and then checks, under that lock, that the migration
-// is still unrecorded, so exactly one caller applies it and the others
-// wait and skip it. Nothing outlives a transaction (no session lock, no
-// prepared statement, no SET), so Migrate works through a pooler in
-// transaction mode, such as PgBouncer with pool_mode = transaction, as
-// well as on a direct connection.
+// yet, in version order, and records each in
+// "<Schema>"."_skipjack_migrations"; see Apply.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
+	_, err := Apply(ctx, pool, p)
+	return err
+}
+
+// NoTransactionMarker starts a line of a migration whose statements must
+// run outside a transaction (CREATE or DROP INDEX CONCURRENTLY); the
+// generator writes it.
+const NoTransactionMarker = "-- skipjack:no-transaction"
+
+// Lock timeouts are retried this many times in all, the first retry after
+// lockRetryDelay and each later one after twice the delay before: a
+// migration that sets lock_timeout gives way to a transaction holding its
+// table, and usually gets through a moment later.
+const (
+	lockAttempts   = 5
+	lockRetryDelay = 200 * time.Millisecond
+)
+
+// Apply applies the migrations of p that the database has not recorded
+// yet, in version order, and returns those it applied.
+//
+// A migration is applied in one transaction together with its tracking row
+// in "<Schema>"."_skipjack_migrations", unless it holds NoTransactionMarker:
+// then each of its statements runs on its own, outside any transaction,
+// and its row is written once they all succeeded. Before a statement that
+// builds an index CONCURRENTLY, an invalid index of that name (what a
+// failed concurrent build leaves) is dropped; when the build fails, the
+// invalid index it left is dropped too. So a migration that failed part way
+// can simply be applied again. A migration that fails on a lock timeout
+// (SQLSTATE 55P03) is retried a few times with backoff.
+//
+// Many processes may call it at once: each migration first takes a
+// transaction-scoped advisory lock keyed by a hash of "skipjack:"+Config,
+// in a read committed transaction whatever the database's default, and
+// then checks, under that lock, that the migration is still unrecorded, so
+// exactly one caller applies it and the others wait and skip it. The
+// statements of a non-transactional migration run on a second connection
+// while the first holds the lock, so the pool needs two connections.
+// Nothing outlives a transaction (no session lock, no prepared statement,
+// no SET), so Apply works through a pooler in transaction mode, such as
+// PgBouncer with pool_mode = transaction, as well as on a direct
+// connection.
+func Apply(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migration, error) {
 	return migrate(ctx, pool, p)
 }
+
+// lockTx are the options of every transaction that takes a migration
+// lock. Read committed whatever the database's default: under repeatable
+// read the snapshot is taken by the first statement, the lock itself, before
+// the lock is granted, so a caller that waited would not see the migration
+// the holder recorded and would apply it a second time.
+var lockTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // lockKey returns the advisory lock key of name.
 func lockKey(name string) int64 {
@@ -56,69 +102,202 @@ func lockKey(name string) int64 {
 	return int64(h.Sum64())
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migration, error) {
 	if p.Config == "" || p.Schema == "" {
-		return fmt.Errorf("migrate: MigrateParams needs Config and Schema")
+		return nil, fmt.Errorf("migrate: MigrateParams needs Config and Schema")
 	}
 	ms := slices.Clone(p.Migrations)
 	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
 	for i := 1; i < len(ms); i++ {
 		if ms[i].Version == ms[i-1].Version {
-			return fmt.Errorf("migrate %s: migrations %s and %s share version %d", p.Config, ms[i-1].Name, ms[i].Name, ms[i].Version)
+			return nil, fmt.Errorf("migrate %s: migrations %s and %s share version %d", p.Config, ms[i-1].Name, ms[i].Name, ms[i].Version)
 		}
 	}
 
 	table := pgx.Identifier{p.Schema, "_skipjack_migrations"}.Sanitize()
 	if err := ensureTrackingTable(ctx, pool, p.Schema, table); err != nil {
-		return fmt.Errorf("migrate %s: %w", p.Config, err)
+		return nil, fmt.Errorf("migrate %s: %w", p.Config, err)
 	}
 	// Reading what is applied without the lock only saves transactions:
 	// each migration is checked again under the lock before it is applied.
 	rows, err := pool.Query(ctx, "SELECT version FROM "+table+" WHERE config = $1", p.Config)
 	if err != nil {
-		return fmt.Errorf("migrate %s: read applied migrations: %w", p.Config, err)
+		return nil, fmt.Errorf("migrate %s: read applied migrations: %w", p.Config, err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
-		return fmt.Errorf("migrate %s: read applied migrations: %w", p.Config, err)
+		return nil, fmt.Errorf("migrate %s: read applied migrations: %w", p.Config, err)
 	}
 	applied := make(map[int]bool, len(versions))
 	for _, v := range versions {
 		applied[int(v)] = true
 	}
 
-	key := lockKey("skipjack:" + p.Config)
+	for _, m := range ms {
+		if !applied[m.Version] && noTransaction(m.Up) && pool.Config().MaxConns < 2 {
+			return nil, fmt.Errorf("migrate %s: %s runs outside a transaction beside the lock's, so the pool needs at least 2 connections (MaxConns is %d)",
+				p.Config, m.Name, pool.Config().MaxConns)
+		}
+	}
+	a := applier{pool: pool, table: table, config: p.Config, key: lockKey("skipjack:" + p.Config)}
+	var done []Migration
 	for _, m := range ms {
 		if applied[m.Version] {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", key); err != nil {
-				return fmt.Errorf("advisory lock: %w", err)
+		var ran bool
+		delay := lockRetryDelay
+		for attempt := 1; ; attempt++ {
+			ran, err = a.apply(ctx, m)
+			var pgErr *pgconn.PgError
+			if err == nil || attempt == lockAttempts || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+				break
 			}
-			var done bool
-			err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+table+" WHERE config = $1 AND version = $2)", p.Config, m.Version).Scan(&done)
-			if err != nil || done {
-				return err // another caller applied it while this one waited
+			select {
+			case <-ctx.Done():
+				return done, fmt.Errorf("migrate %s: %s: %w", p.Config, m.Name, err)
+			case <-time.After(delay):
 			}
-			if _, err := tx.Exec(ctx, m.Up); err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, "INSERT INTO "+table+" (config, version, name) VALUES ($1, $2, $3)", p.Config, m.Version, m.Name)
-			return err
-		})
+			delay *= 2
+		}
 		if err != nil {
-			return fmt.Errorf("migrate %s: %s: %w", p.Config, m.Name, err)
+			return done, fmt.Errorf("migrate %s: %s: %w", p.Config, m.Name, err)
+		}
+		if ran {
+			done = append(done, m)
 		}
 	}
+	return done, nil
+}
+
+// applier applies the migrations of one config.
+type applier struct {
+	pool   *pgxpool.Pool
+	table  string // the quoted tracking table
+	config string
+	key    int64 // the config's advisory lock
+}
+
+// apply applies m unless another caller recorded it first, and reports
+// whether it did.
+func (a applier) apply(ctx context.Context, m Migration) (ran bool, err error) {
+	err = pgx.BeginTxFunc(ctx, a.pool, lockTx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", a.key); err != nil {
+			return fmt.Errorf("advisory lock: %w", err)
+		}
+		// The simple protocol leaves no portal open, and so no snapshot
+		// held, after the check: the extended protocol's unnamed portal
+		// would keep the check's snapshot until the next statement, and a
+		// concurrent index build waits for every older snapshot.
+		var done bool
+		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+a.table+" WHERE config = $1 AND version = $2)",
+			pgx.QueryExecModeSimpleProtocol, a.config, m.Version).Scan(&done)
+		if err != nil || done {
+			return err // another caller applied it while this one waited
+		}
+		if noTransaction(m.Up) {
+			// The lock transaction now holds no snapshot (read committed,
+			// between statements) and no lock on a queue table, so the
+			// concurrent builds on the other connection do not wait for it.
+			for _, stmt := range statements(m.Up) {
+				if err := a.execAlone(ctx, stmt); err != nil {
+					return err
+				}
+			}
+		} else if _, err := tx.Exec(ctx, m.Up); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO "+a.table+" (config, version, name) VALUES ($1, $2, $3)", a.config, m.Version, m.Name)
+		ran = err == nil
+		return err
+	})
+	return ran, err
+}
+
+var concurrentIndex = regexp.MustCompile(`^CREATE (?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+")\.`)
+
+// execAlone runs one statement outside any transaction. An index that it
+// builds concurrently and that a failed earlier build left invalid is
+// dropped first, and so is the invalid index its own failed build leaves.
+func (a applier) execAlone(ctx context.Context, stmt string) error {
+	m := concurrentIndex.FindStringSubmatch(stmt)
+	if m == nil {
+		_, err := a.pool.Exec(ctx, stmt)
+		return err
+	}
+	index := m[2] + "." + m[1]
+	if err := a.dropInvalid(ctx, index); err != nil {
+		return err
+	}
+	if _, err := a.pool.Exec(ctx, stmt); err != nil {
+		if dropErr := a.dropInvalid(context.WithoutCancel(ctx), index); dropErr != nil {
+			return fmt.Errorf("%w (and dropping the invalid index it left: %v)", err, dropErr)
+		}
+		return err
+	}
 	return nil
+}
+
+// dropInvalid drops index (schema-qualified and quoted) if it exists and is
+// invalid.
+func (a applier) dropInvalid(ctx context.Context, index string) error {
+	var invalid bool
+	err := a.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_index WHERE indexrelid = to_regclass($1) AND NOT indisvalid)", index).Scan(&invalid)
+	if err != nil {
+		return fmt.Errorf("look for invalid index %s: %w", index, err)
+	}
+	if !invalid {
+		return nil
+	}
+	if _, err := a.pool.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+index); err != nil {
+		return fmt.Errorf("drop invalid index %s: %w", index, err)
+	}
+	return nil
+}
+
+// noTransaction reports whether sql holds NoTransactionMarker at the start
+// of a line.
+func noTransaction(sql string) bool {
+	for line := range strings.Lines(sql) {
+		if strings.HasPrefix(line, NoTransactionMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+// statements splits the SQL of a non-transactional migration into its
+// statements: comment lines dropped, a statement ending with the line that
+// ends with a semicolon. Generated non-transactional migrations hold only
+// index statements, which have no semicolon inside.
+func statements(sql string) []string {
+	var out []string
+	var cur strings.Builder
+	for line := range strings.Lines(sql) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte('\n')
+		}
+		cur.WriteString(line)
+		if strings.HasSuffix(line, ";") {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	if strings.TrimSpace(cur.String()) != "" {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 // ensureTrackingTable creates the schema and the tracking table if they
 // are missing. Configs sharing a schema hold different config locks, so
 // the creation is serialized by a transaction-scoped lock on the schema.
 func ensureTrackingTable(ctx context.Context, pool *pgxpool.Pool, schema, table string) error {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, pool, lockTx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("skipjack:schema:"+schema)); err != nil {
 			return err
 		}

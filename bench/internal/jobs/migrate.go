@@ -196,7 +196,9 @@ ALTER TABLE "skipjack"."quiet" ADD COLUMN "trace" jsonb;
 	{
 		Version: 4,
 		Name:    "0004_skipjack_add_workers",
-		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "id" text PRIMARY KEY,

@@ -121,7 +121,9 @@ ALTER TABLE "skipjack"."resize_image" ADD COLUMN "trace" jsonb;
 	{
 		Version: 3,
 		Name:    "0003_skipjack_add_workers",
-		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "id" text PRIMARY KEY,

@@ -79,7 +79,9 @@ CREATE TRIGGER "notify_user_notify" AFTER INSERT ON "skipjack"."notify_user"
 	{
 		Version: 2,
 		Name:    "0002_skipjack_add_workers",
-		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "id" text PRIMARY KEY,

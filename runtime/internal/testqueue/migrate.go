@@ -523,7 +523,9 @@ ALTER TABLE "skipjack"."tock" ADD COLUMN "trace" jsonb;
 	{
 		Version: 5,
 		Name:    "0005_skipjack_add_workers",
-		Up: `CREATE SCHEMA IF NOT EXISTS "skipjack";
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "id" text PRIMARY KEY,

@@ -136,17 +136,55 @@ CREATE TRIGGER "charge_card_notify" AFTER INSERT ON "shop_jobs"."charge_card"
 	{
 		Version: 2,
 		Name:    "0002_skipjack_update",
-		Up: `CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+		Up: `SET LOCAL lock_timeout = '100ms';
 
-ALTER TABLE "shop_jobs"."send_email" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+ALTER TABLE "shop_jobs"."send_email" ADD COLUMN IF NOT EXISTS "cancel_requested" boolean NOT NULL DEFAULT false;
 
-ALTER TABLE "shop_jobs"."send_email" ADD CONSTRAINT "send_email_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+ALTER TABLE "shop_jobs"."send_email" ADD CONSTRAINT "send_email_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL) NOT VALID;
+`,
+	},
+	{
+		Version: 3,
+		Name:    "0003_skipjack_update_2",
+		Up: `SET LOCAL lock_timeout = '5s';
 
-CREATE INDEX "send_email_completed_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" = 'completed';
+ALTER TABLE "shop_jobs"."send_email" VALIDATE CONSTRAINT "send_email_running_lease";
+`,
+	},
+	{
+		Version: 4,
+		Name:    "0004_skipjack_update_3",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
 
-CREATE INDEX "send_email_failed_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" = 'failed';
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "send_email_completed_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" = 'completed';
+`,
+	},
+	{
+		Version: 5,
+		Name:    "0005_skipjack_update_4",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
 
-DROP INDEX "shop_jobs"."send_email_finished_idx";
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "send_email_failed_idx" ON "shop_jobs"."send_email" ("finished_at") WHERE "state" = 'failed';
+`,
+	},
+	{
+		Version: 6,
+		Name:    "0006_skipjack_update_5",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
+
+DROP INDEX CONCURRENTLY IF EXISTS "shop_jobs"."send_email_finished_idx";
+`,
+	},
+	{
+		Version: 7,
+		Name:    "0007_skipjack_update_6",
+		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE OR REPLACE FUNCTION "shop_jobs"."send_email_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -159,15 +197,61 @@ BEGIN
 END
 $$;
 
-ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+ALTER TABLE "shop_jobs"."send_email" ADD COLUMN IF NOT EXISTS "trace" jsonb;
+`,
+	},
+	{
+		Version: 8,
+		Name:    "0008_skipjack_update_7",
+		Up: `SET LOCAL lock_timeout = '100ms';
 
-ALTER TABLE "shop_jobs"."resize_image" ADD CONSTRAINT "resize_image_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN IF NOT EXISTS "cancel_requested" boolean NOT NULL DEFAULT false;
 
-CREATE INDEX "resize_image_completed_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" = 'completed';
+ALTER TABLE "shop_jobs"."resize_image" ADD CONSTRAINT "resize_image_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL) NOT VALID;
+`,
+	},
+	{
+		Version: 9,
+		Name:    "0009_skipjack_update_8",
+		Up: `SET LOCAL lock_timeout = '5s';
 
-CREATE INDEX "resize_image_failed_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" = 'failed';
+ALTER TABLE "shop_jobs"."resize_image" VALIDATE CONSTRAINT "resize_image_running_lease";
+`,
+	},
+	{
+		Version: 10,
+		Name:    "0010_skipjack_update_9",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
 
-DROP INDEX "shop_jobs"."resize_image_finished_idx";
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "resize_image_completed_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" = 'completed';
+`,
+	},
+	{
+		Version: 11,
+		Name:    "0011_skipjack_update_10",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
+
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "resize_image_failed_idx" ON "shop_jobs"."resize_image" ("finished_at") WHERE "state" = 'failed';
+`,
+	},
+	{
+		Version: 12,
+		Name:    "0012_skipjack_update_11",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
+
+DROP INDEX CONCURRENTLY IF EXISTS "shop_jobs"."resize_image_finished_idx";
+`,
+	},
+	{
+		Version: 13,
+		Name:    "0013_skipjack_update_12",
+		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE OR REPLACE FUNCTION "shop_jobs"."resize_image_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -180,15 +264,61 @@ BEGIN
 END
 $$;
 
-ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN "cancel_requested" boolean NOT NULL DEFAULT false;
+ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN IF NOT EXISTS "trace" jsonb;
+`,
+	},
+	{
+		Version: 14,
+		Name:    "0014_skipjack_update_13",
+		Up: `SET LOCAL lock_timeout = '100ms';
 
-ALTER TABLE "shop_jobs"."charge_card" ADD CONSTRAINT "charge_card_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL);
+ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN IF NOT EXISTS "cancel_requested" boolean NOT NULL DEFAULT false;
 
-CREATE INDEX "charge_card_completed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'completed';
+ALTER TABLE "shop_jobs"."charge_card" ADD CONSTRAINT "charge_card_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL) NOT VALID;
+`,
+	},
+	{
+		Version: 15,
+		Name:    "0015_skipjack_update_14",
+		Up: `SET LOCAL lock_timeout = '5s';
 
-CREATE INDEX "charge_card_failed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'failed';
+ALTER TABLE "shop_jobs"."charge_card" VALIDATE CONSTRAINT "charge_card_running_lease";
+`,
+	},
+	{
+		Version: 16,
+		Name:    "0016_skipjack_update_15",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
 
-DROP INDEX "shop_jobs"."charge_card_finished_idx";
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "charge_card_completed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'completed';
+`,
+	},
+	{
+		Version: 17,
+		Name:    "0017_skipjack_update_16",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
+
+CREATE INDEX CONCURRENTLY IF NOT EXISTS "charge_card_failed_idx" ON "shop_jobs"."charge_card" ("finished_at") WHERE "state" = 'failed';
+`,
+	},
+	{
+		Version: 18,
+		Name:    "0018_skipjack_update_17",
+		Up: `-- skipjack:no-transaction (CONCURRENTLY cannot run inside a transaction)
+-- No lock_timeout: SHARE UPDATE EXCLUSIVE blocks no read or write, and a lock_timeout would fail the build behind any open transaction.
+-- squawk-ignore-file require-lock-timeout
+
+DROP INDEX CONCURRENTLY IF EXISTS "shop_jobs"."charge_card_finished_idx";
+`,
+	},
+	{
+		Version: 19,
+		Name:    "0019_skipjack_update_18",
+		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE OR REPLACE FUNCTION "shop_jobs"."charge_card_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -200,24 +330,16 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN IF NOT EXISTS "trace" jsonb;
 `,
 	},
 	{
-		Version: 3,
-		Name:    "0003_skipjack_update",
-		Up: `CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+		Version: 20,
+		Name:    "0020_skipjack_add_workers",
+		Up: `SET LOCAL lock_timeout = '100ms';
 
-ALTER TABLE "shop_jobs"."send_email" ADD COLUMN "trace" jsonb;
-
-ALTER TABLE "shop_jobs"."resize_image" ADD COLUMN "trace" jsonb;
-
-ALTER TABLE "shop_jobs"."charge_card" ADD COLUMN "trace" jsonb;
-`,
-	},
-	{
-		Version: 4,
-		Name:    "0004_skipjack_add_workers",
-		Up: `CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+CREATE SCHEMA IF NOT EXISTS "shop_jobs";
 
 CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_workers" (
     "id" text PRIMARY KEY,
