@@ -112,3 +112,23 @@ func withQueues(o options, f func(ctx context.Context, cfg *config.Config, admin
 	}
 	return explainPooler(f(ctx, cfg, admins))
 }
+
+// knownQueue checks that name ("" for none) is a live queue of cfg.
+func knownQueue(cfg *config.Config, name string) error {
+	if name == "" {
+		return nil
+	}
+	var names []string
+	for _, q := range cfg.LiveQueues() {
+		if q.Name == name {
+			return nil
+		}
+		names = append(names, q.Name)
+	}
+	for _, q := range cfg.Queues {
+		if q.Name == name && q.Dropped {
+			return fmt.Errorf("queue %q is dropped in %s", name, cfg.Path)
+		}
+	}
+	return fmt.Errorf("unknown queue %q; %s declares %s", name, cfg.Path, strings.Join(names, ", "))
+}

@@ -161,3 +161,14 @@ ignore_startup_parameters = extra_float_digits
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// writeTestFile writes data to name, creating its folder.
+func writeTestFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
