@@ -27,7 +27,7 @@ queues:
 // from the flag and from $DATABASE_URL, again on a migrated database (which
 // changes nothing and keeps queued jobs), and three times at once on one
 // database (the advisory lock lets one apply and the others find nothing to
-// do).
+// do). Exactly one run names the migration it applied.
 func TestMigrateCommand(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, twoQueues)
@@ -58,10 +58,16 @@ func TestMigrateCommand(t *testing.T) {
 				wg.Go(func() { results[i] = migrate() })
 			}
 			wg.Wait()
+			const applied = "skipjack migrate: applied 0001_skipjack_init\n"
+			named := 0
 			for _, r := range results {
 				if r.code != 0 || !strings.HasPrefix(r.stdout, "skipjack migrate: shop is up to date") {
 					t.Fatalf("migrate: exit status %d, stdout %q, stderr %q; want 0 and \"skipjack migrate: shop is up to date ...\"", r.code, r.stdout, r.stderr)
 				}
+				named += strings.Count(r.stdout, applied)
+			}
+			if named != 1 {
+				t.Errorf("%d of %d migrate runs say %q, want exactly 1", named, tt.parallel, applied)
 			}
 
 			conn := connect(t, dbURL)
@@ -73,8 +79,8 @@ func TestMigrateCommand(t *testing.T) {
 			execSQL(t, conn, `INSERT INTO skipjack.send_email (payload) VALUES ('{"to": "a@example.com"}')`)
 			before := queryInt(t, conn, "SELECT count(*) FROM pg_class WHERE relnamespace = 'skipjack'::regnamespace")
 
-			if r := migrate(); r.code != 0 {
-				t.Fatalf("second migrate: exit status %d\n%s", r.code, r.stderr)
+			if r := migrate(); r.code != 0 || strings.Contains(r.stdout, "applied 0") {
+				t.Fatalf("second migrate: exit status %d, stdout %q, stderr %q; want 0 and no migration applied", r.code, r.stdout, r.stderr)
 			}
 			if after := queryInt(t, conn, "SELECT count(*) FROM pg_class WHERE relnamespace = 'skipjack'::regnamespace"); after != before {
 				t.Errorf("second migrate changed the schema: %d relations before, %d after", before, after)
