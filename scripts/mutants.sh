@@ -13,9 +13,9 @@
 # Two lists: mutants (the reliability core: leases, heartbeats, shutdown,
 # fencing, maintenance) and feature_mutants (what the feature layer
 # promises: enqueue options, not-yet-due jobs, unique, periodic, admin,
-# retention, the dashboard's actions), which may also patch a sibling
-# module of runtime/: its file and package then start with ../ (e.g.
-# ../dashboard/actions.go and ../dashboard), and its tests run in it.
+# retention, the dashboard's actions, the CLI's outputs), which may also
+# patch another module: its file and package then start with ../ (e.g.
+# ../dashboard/actions.go and ../dashboard), and its tests run there.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -84,6 +84,10 @@ feature_mutants=(
   "list-limit-uncapped :: skipjackimpl/queue.go :: s/p.Limit = min(p.Limit, maxListLimit)/p.Limit = min(p.Limit, 10*maxListLimit)/ :: TestGetAndListRecords :: ."
   "prune-completed-sign-error :: internal/testqueue/trim/internal/db/queries.sql.go :: /-- name: PruneCompleted/,/FOR UPDATE SKIP LOCKED/s/\"finished_at\" < now() - \$1::interval/\"finished_at\" < now() + \$1::interval/ :: TestRetentionBoundaries :: ."
   "prune-failed-with-completed-retention :: skipjackimpl/bind.go :: s/b.q.PruneFailed(ctx, failedAge, int32(limit))/b.q.PruneFailed(ctx, completedAge, int32(limit))/ :: TestRetentionBoundaries :: ."
+  "stats-oldest-pending-is-newest :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/ORDER BY \"run_at\" LIMIT 1/ORDER BY \"run_at\" DESC LIMIT 1/ :: TestStatsCounts :: ."
+  "stats-scheduled-counted-pending :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS pending/WHERE \"state\" = 'pending') AS pending/ :: TestStatsCounts :: ."
+  "cli-stats-columns-swapped :: ../cmd/skipjack/dbcommands.go :: s/r.Running, r.Completed, r.Failed/r.Completed, r.Running, r.Failed/ :: TestPrintStats :: ../cmd/skipjack"
+  "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
   "dashboard-retry-offered-for-any-state :: ../dashboard/actions.go :: s/return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending \&\& rec.RunAt.After(now))/return rec.State != skipjack.StateCompleted/ :: TestJobPageOffersApplicableActions :: ../dashboard"
   "dashboard-retry-does-cancel :: ../dashboard/actions.go :: s/return q.Retry(ctx, ids...)/return q.Cancel(ctx, ids...)/ :: TestPostgresActions|TestPostgresBulkRetry :: ../dashboard"
 )
@@ -98,24 +102,27 @@ for m in "${mutants[@]}"; do
   expr=${rest%% :: *}; rest=${rest#* :: }
   tests=${rest%% :: *}; pkg=${rest#* :: }
   [[ $name =~ $filter ]] || continue
-  rm -rf "$work/runtime"
-  cp -r "$root/runtime" "$work/runtime"
-  dir=runtime
+  # A copy of the repository without .git: runtime/ and, for a mutant of
+  # another module (package ../dashboard, ../cmd/skipjack), that module.
+  rm -rf "$work/repo"
+  mkdir "$work/repo"
+  (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
+  dir=$work/repo/runtime race=-race
   if [[ $pkg == ../* ]]; then
-    dir=${pkg#../}; dir=${dir%%/*}
-    rm -rf "${work:?}/$dir"
-    cp -r "$root/$dir" "$work/$dir"
-    pkg=.${pkg#../"$dir"}
+    dir=$work/repo/runtime/$pkg pkg=.
+    # The CLI links sqlc, whose parser a race build recompiles (test.sh
+    # tests it without -race too).
+    [[ $dir == */cmd/* ]] && race=
   fi
-  sed -i -e "$expr" "$work/runtime/$file"
-  if cmp -s "$root/runtime/$file" "$work/runtime/$file"; then
+  sed -i -e "$expr" "$work/repo/runtime/$file"
+  if cmp -s "$root/runtime/$file" "$work/repo/runtime/$file"; then
     printf '%-40s STALE (patch matched nothing in %s)\n' "$name" "$file"
     stale=$((stale + 1))
     continue
   fi
   run=(-run "$tests" "$pkg")
   [[ -n ${FULL:-} ]] && run=(./...)
-  if (cd "$work/$dir" && GOWORK=off go test -race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
+  if (cd "$dir" && GOWORK=off go test $race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
     printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
     survived=$((survived + 1))
   else
