@@ -309,12 +309,14 @@ func enqueueFastLabels(t *testing.T, ctx context.Context, pool *pgxpool.Pool) ma
 		}
 		ids[label] = id
 	}
-	if _, err := fast.Enqueue(ctx, pool, fast.Payload{Label: "at"}, skipjack.RunAt(time.Now().Add(100*time.Millisecond))); err != nil {
+	at := micro(time.Now().Add(100 * time.Millisecond))
+	atID, err := fast.Enqueue(ctx, pool, fast.Payload{Label: "at"}, skipjack.RunAt(at))
+	if err != nil {
 		t.Fatalf("Enqueue with RunAt: %v", err)
 	}
 	// Inside a transaction Enqueue keeps the insert trigger's NOTIFY (on a
 	// pool it sends its own after the commit).
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		id, err := fast.Enqueue(ctx, tx, fast.Payload{N: 1, Label: "ok"})
 		ids["in tx"] = id
 		return err
@@ -326,6 +328,7 @@ func enqueueFastLabels(t *testing.T, ctx context.Context, pool *pgxpool.Pool) ma
 	if n, err := fast.EnqueueMany(ctx, pool, batch); err != nil || n != 3 {
 		t.Fatalf("EnqueueMany = %d, %v; want 3, nil", n, err)
 	}
+	beforeDelayed := dbNow(t, pool)
 	if n, err := fast.EnqueueMany(ctx, pool, batch, skipjack.Delay(100*time.Millisecond)); err != nil || n != 3 {
 		t.Fatalf("EnqueueMany with Delay = %d, %v; want 3, nil", n, err)
 	}
@@ -334,8 +337,18 @@ func enqueueFastLabels(t *testing.T, ctx context.Context, pool *pgxpool.Pool) ma
 	if s, err := fast.Stats(ctx, pool); err != nil || s.Pending+s.Scheduled != 15 || s.Scheduled < 2 {
 		t.Fatalf("Stats before work = %+v, %v; want 15 pending or scheduled, at least 2 of them scheduled", s, err)
 	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE run_at > created_at + interval '50 ms'`); n != 6 {
-		t.Fatalf("%d fast jobs have a run_at later than their creation, want the 6 delayed ones", n)
+	// Exact, whatever the load: undelayed jobs run at their creation, the
+	// RunAt job at its time, and the batch delayed by 100ms (whose run_at
+	// the database computed after beforeDelayed) and the two delayed by an
+	// hour no earlier than 100ms after beforeDelayed.
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE run_at = created_at`); n != 9 {
+		t.Fatalf("%d fast jobs have run_at = created_at, want the 9 enqueued without an option", n)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE id = $1 AND run_at = $2`, atID, at); n != 1 {
+		t.Fatalf("the RunAt job's run_at is not %v", at)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE run_at >= $1`, beforeDelayed.Add(100*time.Millisecond)); n != 5 {
+		t.Fatalf("%d fast jobs have a run_at at least 100ms after the delayed batch's call, want 5 (the batch and the two delayed an hour)", n)
 	}
 	if n, err := fast.Cancel(ctx, pool, ids["cancelled"]); err != nil || n != 1 {
 		t.Fatalf("Cancel of a scheduled job = %d, %v; want 1, nil", n, err)

@@ -9,6 +9,13 @@
 # Usage: scripts/mutants.sh [name-regex]     e.g. scripts/mutants.sh shutdown
 #        FULL=1 scripts/mutants.sh           run the whole runtime suite per mutant
 # Needs Postgres as the runtime tests do ($DATABASE_URL or 127.0.0.1:5432).
+#
+# Two lists: mutants (the reliability core: leases, heartbeats, shutdown,
+# fencing, maintenance) and feature_mutants (what the feature layer
+# promises: enqueue options, not-yet-due jobs, unique, periodic, admin,
+# retention, the dashboard's actions, the CLI's outputs), which may also
+# patch another module: its file and package then start with ../ (e.g.
+# ../dashboard/actions.go and ../dashboard), and its tests run there.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +65,43 @@ mutants=(
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
 )
 
+# What the feature layer promises (docs/reference.md), one SQL and one Go
+# mutant at least per feature; same fields as above. SQL mutants patch the
+# sqlc output of a test queue (the query text the runtime sends) or its
+# migration; the claim mutants patch claim queries the engine owns, so they
+# go stale when those move.
+feature_mutants=(
+  "enqueue-many-drops-priority :: skipjackimpl/bind.go :: s/Priority: priority,/Priority: 0,/g :: TestEnqueueOptionsRows :: ."
+  "enqueue-many-runat-ignored :: skipjackimpl/queue.go :: s/^\trunAt := o.RunAt$/\trunAt := (*time.Time)(nil)/ :: TestEnqueueOptionsRows :: ."
+  "enqueue-delay-subtracted :: internal/testqueue/ranked/internal/db/queries.sql.go :: /-- name: EnqueueQuiet/,/RETURNING/s/now() + \$3::interval/now() - \$3::interval/ :: TestEnqueueOptionsRows :: ."
+  "unique-enqueue-many-runat-ignored :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: EnqueueBatch/,/ON CONFLICT/s/COALESCE(\$1::timestamptz,/COALESCE(NULLIF(\$1::timestamptz, \$1::timestamptz),/ :: TestUniqueEnqueueManyOptions :: ."
+  "claim-ignores-run-at :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/WHERE \"state\" = 'pending' AND \"run_at\" <= now()/WHERE \"state\" = 'pending'/ :: TestNeverClaimedBeforeRunAt :: ."
+  "claim-ignores-run-at-priority :: internal/testqueue/ranked/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/ AND \"run_at\" <= now()$// :: TestNeverClaimedBeforeRunAt :: ."
+  "unique-retry-all-sharing-a-key :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND o.\"id\" < t.\"id\"/AND false/ :: TestUniqueRetrySharedKey :: ."
+  "unique-retry-none-sharing-a-key :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND o.\"id\" < t.\"id\"/AND o.\"id\" <> t.\"id\"/ :: TestUniqueRetrySharedKey :: ."
+  "unique-index-drops-running :: internal/testqueue/migrate.go :: /uniq_unique_idx/s/IN ('pending', 'running')/IN ('pending')/ :: TestUniqueLifecycle|TestUniqueRescue :: ."
+  "unique-duplicate-id-dropped :: skipjackimpl/queue.go :: s/return id, fmt.Errorf(\"enqueue %s: %w\", q.spec.Name, skipjack.ErrDuplicate)/return 0, fmt.Errorf(\"enqueue %s: %w\", q.spec.Name, skipjack.ErrDuplicate)/ :: TestUniqueEnqueueManyOptions :: ."
+  "periodic-inserted-one-slot-late :: skipjackimpl/periodic.go :: s/^\t\t\tst.at = st.slot$/\t\t\tst.at = st.s.after(st.slot)/ :: TestPeriodicSlotTiming :: ."
+  "periodic-no-start-grace :: skipjackimpl/periodic.go :: s/t.Sub(latest) < slotGrace/t.Sub(latest) < 0/ :: TestScheduleSlots :: ./skipjackimpl"
+  "periodic-every-slot-shifted :: skipjackimpl/periodic.go :: s/return time.Unix(0, ns-rem)$/return time.Unix(0, ns-rem+int64(d))/ :: TestScheduleSlots :: ./skipjackimpl"
+  "periodic-slot-reinserted :: internal/testqueue/tick/internal/db/queries.sql.go :: /-- name: EnqueueSlot/,/RETURNING/s/WHERE s.\"slot\" < EXCLUDED.\"slot\"/WHERE s.\"slot\" <= EXCLUDED.\"slot\"/ :: TestPeriodicSlotTiming :: ."
+  "periodic-run-at-after-slot :: internal/testqueue/tick/internal/db/queries.sql.go :: /-- name: EnqueueSlot/,/RETURNING \"id\"/s/SELECT \$1::text::jsonb, \"slot\" FROM advanced/SELECT \$1::text::jsonb, \"slot\" + interval '1 second' FROM advanced/ :: TestPeriodicSlotTiming :: ."
+  "retry-reruns-completed :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND (t.\"state\" = 'failed' OR/AND (t.\"state\" IN ('failed', 'completed') OR/ :: TestRetryResult|TestRetryManyCounts :: ."
+  "retry-no-extra-attempt :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/greatest(t.\"max_attempts\", t.\"attempt\" + 1)/t.\"max_attempts\"/ :: TestRetryResult :: ."
+  "cancel-counts-finished :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Cancel/,/^\`/s/AND (t.\"state\" = 'pending' OR/AND (t.\"state\" <> 'running' OR/ :: TestCancelResult :: ."
+  "record-drops-priority :: skipjackimpl/bind.go :: s/^\t\tPriority:       int(r.Priority),$/\t\tPriority:       0,/ :: TestGetAndListRecords :: ."
+  "list-limit-uncapped :: skipjackimpl/queue.go :: s/p.Limit = min(p.Limit, maxListLimit)/p.Limit = min(p.Limit, 10*maxListLimit)/ :: TestGetAndListRecords :: ."
+  "prune-completed-sign-error :: internal/testqueue/trim/internal/db/queries.sql.go :: /-- name: PruneCompleted/,/FOR UPDATE SKIP LOCKED/s/\"finished_at\" < now() - \$1::interval/\"finished_at\" < now() + \$1::interval/ :: TestRetentionBoundaries :: ."
+  "prune-failed-with-completed-retention :: skipjackimpl/bind.go :: s/b.q.PruneFailed(ctx, failedAge, int32(limit))/b.q.PruneFailed(ctx, completedAge, int32(limit))/ :: TestRetentionBoundaries :: ."
+  "stats-oldest-pending-is-newest :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/ORDER BY \"run_at\" LIMIT 1/ORDER BY \"run_at\" DESC LIMIT 1/ :: TestStatsCounts :: ."
+  "stats-scheduled-counted-pending :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS pending/WHERE \"state\" = 'pending') AS pending/ :: TestStatsCounts :: ."
+  "cli-stats-columns-swapped :: ../cmd/skipjack/stats.go :: s/r.Running, r.Completed, r.Failed/r.Completed, r.Running, r.Failed/ :: TestPrintStats :: ../cmd/skipjack"
+  "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
+  "dashboard-retry-offered-for-any-state :: ../dashboard/actions.go :: s/return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending \&\& rec.RunAt.After(now))/return rec.State != skipjack.StateCompleted/ :: TestJobPageOffersApplicableActions :: ../dashboard"
+  "dashboard-retry-does-cancel :: ../dashboard/actions.go :: s/return q.Retry(ctx, ids...)/return q.Cancel(ctx, ids...)/ :: TestPostgresActions|TestPostgresBulkRetry :: ../dashboard"
+)
+mutants+=("${feature_mutants[@]}")
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 killed=0 survived=0 stale=0
@@ -67,17 +111,27 @@ for m in "${mutants[@]}"; do
   expr=${rest%% :: *}; rest=${rest#* :: }
   tests=${rest%% :: *}; pkg=${rest#* :: }
   [[ $name =~ $filter ]] || continue
-  rm -rf "$work/runtime"
-  cp -r "$root/runtime" "$work/runtime"
-  sed -i -e "$expr" "$work/runtime/$file"
-  if cmp -s "$root/runtime/$file" "$work/runtime/$file"; then
+  # A copy of the repository without .git: runtime/ and, for a mutant of
+  # another module (package ../dashboard, ../cmd/skipjack), that module.
+  rm -rf "$work/repo"
+  mkdir "$work/repo"
+  (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
+  dir=$work/repo/runtime race=-race
+  if [[ $pkg == ../* ]]; then
+    dir=$work/repo/runtime/$pkg pkg=.
+    # The CLI links sqlc, whose parser a race build recompiles (test.sh
+    # tests it without -race too).
+    [[ $dir == */cmd/* ]] && race=
+  fi
+  sed -i -e "$expr" "$work/repo/runtime/$file"
+  if cmp -s "$root/runtime/$file" "$work/repo/runtime/$file"; then
     printf '%-40s STALE (patch matched nothing in %s)\n' "$name" "$file"
     stale=$((stale + 1))
     continue
   fi
   run=(-run "$tests" "$pkg")
   [[ -n ${FULL:-} ]] && run=(./...)
-  if (cd "$work/runtime" && GOWORK=off go test -race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
+  if (cd "$dir" && GOWORK=off go test $race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
     printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
     survived=$((survived + 1))
   elif grep -q '\[build failed\]\|\[setup failed\]' "$work/out"; then

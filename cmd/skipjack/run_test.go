@@ -109,12 +109,13 @@ func TestPrintStats(t *testing.T) {
 	}
 }
 
-// TestWriteRecord checks how jobs show prints one job.
+// TestWriteRecord checks how jobs show prints one job, with every field
+// distinct so that no two can be swapped unseen (attempt 2 of 3).
 func TestWriteRecord(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var r skipjack.Record[json.RawMessage]
-	err := json.Unmarshal([]byte(`{"id": 7, "state": "failed", "attempt": 2, "max_attempts": 2, "priority": 3,
+	err := json.Unmarshal([]byte(`{"id": 7, "state": "failed", "attempt": 2, "max_attempts": 3, "priority": 3,
 		"run_at": "2026-01-02T03:04:05Z", "created_at": "2026-01-02T03:04:05Z", "finished_at": "2026-01-02T03:04:05Z",
 		"worker": "host:1", "rescues": 1,
 		"errors": [{"attempt": 2, "at": "2026-01-02T03:04:05Z", "error": "boom\nat line 2", "worker": "host:1"}],
@@ -127,7 +128,7 @@ func TestWriteRecord(t *testing.T) {
 	ts := at.Format(time.RFC3339)
 	want := "job 7 of send_email\n" +
 		"  state        failed\n" +
-		"  attempt      2 of 2\n" +
+		"  attempt      2 of 3\n" +
 		"  priority     3\n" +
 		"  run at       " + ts + "\n" +
 		"  created at   " + ts + "\n" +
