@@ -56,7 +56,9 @@ func TestScheduleSlots(t *testing.T) {
 			return c, nil
 		}
 	}
-	daily := CronSchedule(0, "0 6 * * *", "Europe/Berlin", parse("CRON_TZ=Europe/Berlin 0 6 * * *", dailyAt(6, 0, berlin)), "{}", "skip")
+	// Cron expressions are parsed on a floating (UTC) wall clock and
+	// placed in the schedule's zone (see CronSchedule).
+	daily := CronSchedule(0, "0 6 * * *", "Europe/Berlin", parse("CRON_TZ=UTC 0 6 * * *", dailyAt(6, 0, time.UTC)), "{}", "skip")
 	if daily.Err != nil {
 		t.Fatal(daily.Err)
 	}

@@ -236,19 +236,6 @@ func TestResolveSplitsRejectedBatch(t *testing.T) {
 	}
 }
 
-// dailyAt is a cron schedule of one wall-clock time a day, in UTC, as the
-// generated package's parser returns for "CRON_TZ=UTC M H * * *".
-type dailyAt struct{ hour, minute int }
-
-func (d dailyAt) Next(t time.Time) time.Time {
-	t = t.UTC()
-	at := time.Date(t.Year(), t.Month(), t.Day(), d.hour, d.minute, 0, 0, time.UTC)
-	if !at.After(t) {
-		at = at.AddDate(0, 0, 1)
-	}
-	return at
-}
-
 // TestCronSlotsAcrossDST pins the daylight-saving rule of cron slots in
 // America/New_York: each wall-clock time is one slot. On the night the
 // clock springs forward (2026-03-08, 02:00 -> 03:00) a 02:30 slot runs at
@@ -276,8 +263,13 @@ func TestCronSlotsAcrossDST(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := CronSchedule(0, "x", "America/New_York", func(string) (dailyAt, error) {
-				return dailyAt{tc.hour, tc.minute}, nil
+			// The generated parser gets the expression on a floating
+			// (UTC) wall clock; the schedule places it in the zone.
+			s := CronSchedule(0, "x", "America/New_York", func(spec string) (cronFunc, error) {
+				if spec != "CRON_TZ=UTC x" {
+					return nil, errors.New("unexpected spec " + spec)
+				}
+				return dailyAt(tc.hour, tc.minute, time.UTC), nil
 			}, "{}", "skip")
 			if s.Err != nil {
 				t.Fatal(s.Err)
