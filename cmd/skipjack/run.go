@@ -259,22 +259,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // failed (check's drift report, a failed program's own output).
 var errReported = errors.New("failure already reported")
 
-// load loads the config and generates its files in memory, for commands
-// that only compare them with the files on disk: a breaking payload change
-// the YAML has not been generated for shows there as a changed lock file,
-// which generate and check then explain.
-func load(file string, e env) (*config.Config, *generator.Output, error) {
-	cfg, err := config.Load(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	out, err := generator.Generate(cfg, generator.Options{SQLC: e.sqlc, AllowBreaking: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, out, nil
-}
-
 // breakingFlags adds --allow-breaking (generate, check).
 func breakingFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.allowBreaking, "allow-breaking", false, "accept payload changes that break jobs already queued, listing them")
