@@ -407,3 +407,49 @@ func TestDuplicateLeavesUniqueStates(t *testing.T) {
 		t.Errorf("job %d is not pending", id)
 	}
 }
+
+// TestSuspectRunsAlone checks isolation itself, deterministically: while
+// the jobs of another queue on the same pool keep four handlers busy, a
+// suspect (a job rescued twice) must wait for them to settle and then run
+// with no other handler of the pool running beside it.
+func TestSuspectRunsAlone(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	var running, beside atomic.Int64
+	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error {
+		running.Add(1)
+		defer running.Add(-1)
+		time.Sleep(50 * time.Millisecond)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 4, PollInterval: 50 * time.Millisecond, Logger: quietLogger(t)}))
+	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, 400)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the other queue's handlers to run", func() bool { return running.Load() > 0 })
+	id, err := fast.Enqueue(ctx, pool, fast.Payload{}, skipjack.Delay(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE skipjack.fast SET rescues = 2, run_at = now() WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{})
+	start(t, fast.NewWorker(pool, func(context.Context, *fast.Job) error {
+		for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			if n := running.Load(); n > beside.Load() {
+				beside.Store(n)
+			}
+		}
+		close(ran)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 2, Logger: quietLogger(t)}))
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the suspect did not run")
+	}
+	if n := beside.Load(); n != 0 {
+		t.Errorf("%d handlers of the pool ran beside the suspect, want 0", n)
+	}
+}

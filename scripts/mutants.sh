@@ -41,7 +41,7 @@ mutants=(
   "handler-stop-not-passed-on :: skipjackimpl/execute.go :: s/^\t\t\tsignal(r.avail)$/\t\t\t_ = 0/ :: TestNoGoroutineLeft :: ."
   "shutdown-waits-for-stuck-handlers :: skipjackimpl/worker.go :: s/^\tt.Reset(grace)$/\tt.Reset(time.Hour)/ :: TestShutdownStuckHandler :: ."
   "overrun-renewed-forever :: skipjackimpl/heartbeat.go :: s/if e.lost || e.abandoned || e.cancel == nil || e.startedAt.IsZero()/if true || e.lost/ :: TestOverrunAbandoned :: ."
-  "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestPoisonJobCrashLoop :: ."
+  "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestSuspectRunsAlone|TestPoisonJobCrashLoop :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
   "sigterm-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case err != nil \&\& (errors.Is(cause, errShutdown)/case err != nil \&\& false \&\& (errors.Is(cause, errShutdown)/ :: TestSigtermUnderLoad :: ."
   "sigterm-prefetched-not-released :: skipjackimpl/worker.go :: s/release.Go(func() { r.releaseQueued(queued) })/_ = queued/ :: TestSigtermUnderLoad :: ."

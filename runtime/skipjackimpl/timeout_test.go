@@ -3,6 +3,7 @@ package skipjackimpl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,13 +12,24 @@ import (
 )
 
 // TestTimeoutListCancelsEachAtItsDeadline runs three handlers that wait for
-// their contexts with two slots and a 200ms timeout: the first two start
-// together, the third when one of them ends, about 200ms later. Each must
-// be cancelled 200ms after its own start (not at the first deadline, and
-// not never), report that deadline, fail with context.DeadlineExceeded and
-// carry the timeout as its cause.
+// their contexts with a 200ms timeout. With two slots, the first two start
+// together and the third when one of them ends, about 200ms later; with
+// one slot they run one after another, so every attempt is added to an
+// empty list and only the list's wake-up can arm the timer for it. Each
+// must be cancelled 200ms after its own start (not at the first deadline,
+// and not never), report that deadline, fail with context.DeadlineExceeded
+// and carry the timeout as its cause.
 func TestTimeoutListCancelsEachAtItsDeadline(t *testing.T) {
 	t.Parallel()
+	for _, concurrency := range []int{2, 1} {
+		t.Run(fmt.Sprintf("concurrency %d", concurrency), func(t *testing.T) {
+			t.Parallel()
+			testTimeoutList(t, concurrency)
+		})
+	}
+}
+
+func testTimeoutList(t *testing.T, concurrency int) {
 	const timeout = 200 * time.Millisecond
 	type seen struct {
 		waited, deadlineIn time.Duration
@@ -27,7 +39,7 @@ func TestTimeoutListCancelsEachAtItsDeadline(t *testing.T) {
 	var calls []seen
 	f := &fakeStore{pending: ids(3)}
 	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second, Timeout: timeout, BackoffMin: time.Hour},
-		skipjack.WorkerConfig{Concurrency: 2},
+		skipjack.WorkerConfig{Concurrency: concurrency},
 		func(ctx context.Context, _ *skipjack.Job[struct{}]) error {
 			start := time.Now()
 			d, _ := ctx.Deadline()
