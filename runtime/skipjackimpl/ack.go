@@ -188,9 +188,16 @@ func (r *runner[T]) resolve(ctx context.Context, rs []Resolution) ([]int64, erro
 
 // dataError reports whether Postgres rejected a statement's data
 // (SQLSTATE class 22: data exception).
-func dataError(err error) bool {
+func dataError(err error) bool { return strings.HasPrefix(sqlState(err), "22") }
+
+// sqlState returns the SQLSTATE of the Postgres error in err's chain, or ""
+// when there is none.
+func sqlState(err error) string {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
 }
 
 // take removes up to BatchSize results from *list, skipping those whose

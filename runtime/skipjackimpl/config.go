@@ -52,7 +52,13 @@ func defaultWorkerID() string {
 	if err != nil || host == "" {
 		host = "unknown"
 	}
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomHex())
+}
+
+// randomHex returns 8 random hex digits, which tell apart processes (in a
+// default WorkerID) and runs (in the id of a run's workers-table row).
+func randomHex() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return hex.EncodeToString(b[:])
 }

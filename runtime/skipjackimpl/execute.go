@@ -128,6 +128,22 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	r.finish(e, res, err == nil)
 }
 
+// noteResultLocked records that a result arrives at now: the first
+// unflushed one starts the AckDelay clock. r.mu must be held.
+func (r *runner[T]) noteResultLocked(now time.Time) {
+	if len(r.acks)+len(r.resolves) == 0 {
+		r.pendingSince = now
+	}
+}
+
+// queueResolutionLocked queues res, the outcome of e's attempt, for the
+// flusher. r.mu must be held.
+func (r *runner[T]) queueResolutionLocked(e *entry[T], res Resolution, now time.Time) {
+	r.noteResultLocked(now)
+	e.res = res
+	r.resolves = append(r.resolves, e)
+}
+
 // overran reports whether an attempt that returned err after took counts
 // as overrunning timeout, given its context's cause. An attempt whose
 // context's deadline fired counts, even when its handler then returned nil
@@ -194,15 +210,12 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	case acked && completed:
 		r.forget(e)
 	default:
-		if len(r.acks)+len(r.resolves) == 0 {
-			r.pendingSince = time.Now()
-		}
 		if completed {
+			r.noteResultLocked(time.Now())
 			r.acks = append(r.acks, e)
 		} else {
 			res.ID, res.Claim = e.row.ID, e.row.Claim
-			e.res = res
-			r.resolves = append(r.resolves, e)
+			r.queueResolutionLocked(e, res, time.Now())
 		}
 		results = len(r.acks) + len(r.resolves)
 	}

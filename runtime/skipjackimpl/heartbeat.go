@@ -261,15 +261,11 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 			continue
 		}
 		e.abandoned = true
-		e.res = Resolution{
+		r.queueResolutionLocked(e, Resolution{
 			ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRetry,
 			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
 			Message: fmt.Sprintf("handler ignored its context for %v past its %v timeout; abandoned", now.Sub(e.startedAt)-r.spec.Timeout, r.spec.Timeout),
-		}
-		if len(r.acks)+len(r.resolves) == 0 {
-			r.pendingSince = now
-		}
-		r.resolves = append(r.resolves, e)
+		}, now)
 		if e.endIsolation != nil {
 			ends = append(ends, e.endIsolation)
 		}

@@ -2,7 +2,6 @@ package skipjackimpl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"regexp"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -149,8 +147,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migrat
 		delay := lockRetryDelay
 		for attempt := 1; ; attempt++ {
 			ran, err = a.apply(ctx, m)
-			var pgErr *pgconn.PgError
-			if err == nil || attempt == lockAttempts || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			if err == nil || attempt == lockAttempts || sqlState(err) != "55P03" { // lock_not_available
 				break
 			}
 			select {

@@ -3,8 +3,6 @@ package skipjackimpl
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
@@ -447,16 +444,11 @@ func newJob[T any](e *entry[T]) {
 // process restarted with the same WorkerID (a StatefulSet's pod name, say)
 // never vouches for the jobs its dead predecessor held.
 func liveID(workerID string) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return storableText(workerID) + "/" + hex.EncodeToString(b[:])
+	return storableText(workerID) + "/" + randomHex()
 }
 
 // missingTable reports whether err is Postgres's undefined_table.
-func missingTable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
-}
+func missingTable(err error) bool { return sqlState(err) == "42P01" }
 
 // gone marks this run's row in the workers table expired and stopped when
 // Run returns, so that the jobs it could not settle (handlers that ignored
