@@ -24,6 +24,8 @@ type fakeQueue struct {
 	stats   int // Stats calls
 	retries []int64
 	cancels []int64
+	// activity is what Activity returns (those at or after since).
+	activity []skipjack.ActivityMinute
 }
 
 // newFakeQueue returns a queue with n jobs: ids 1..n, job 1 failed with two
@@ -170,6 +172,58 @@ func (q *fakeQueue) Cancel(_ context.Context, ids ...int64) (int64, error) {
 		}
 	}
 	return n, q.err
+}
+
+func (q *fakeQueue) Activity(_ context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err != nil {
+		return nil, q.err
+	}
+	var out []skipjack.ActivityMinute
+	for _, m := range q.activity {
+		if !m.Minute.Before(since) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// FailureGroups groups the failed jobs by their last error as it is (the
+// normalisation is Postgres's, tested in postgres_test.go).
+func (q *fakeQueue) FailureGroups(_ context.Context, limit int) ([]skipjack.FailureGroup, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err != nil {
+		return nil, q.err
+	}
+	byError := map[string]*skipjack.FailureGroup{}
+	var order []string
+	for _, r := range q.jobs {
+		if r.State != skipjack.StateFailed || r.FinishedAt == nil || len(r.Errors) == 0 {
+			continue
+		}
+		e := r.Errors[len(r.Errors)-1].Error
+		g, ok := byError[e]
+		if !ok {
+			g = &skipjack.FailureGroup{Error: e, Example: e, FirstSeen: *r.FinishedAt, LastSeen: *r.FinishedAt}
+			byError[e] = g
+			order = append(order, e)
+		}
+		g.Jobs++
+		if r.FinishedAt.Before(g.FirstSeen) {
+			g.FirstSeen = *r.FinishedAt
+		}
+		if r.FinishedAt.After(g.LastSeen) {
+			g.LastSeen = *r.FinishedAt
+		}
+	}
+	slices.Sort(order)
+	var out []skipjack.FailureGroup
+	for _, e := range order[:min(len(order), limit)] {
+		out = append(out, *byError[e])
+	}
+	return out, nil
 }
 
 // calls returns what Retry, Cancel and List were called with.

@@ -300,6 +300,19 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	if err := diags.err(); err != nil {
 		return nil, "", err
 	}
+	if needsCounts(want.Tables) && !needsCounts(last.Tables) {
+		// Layout 5's counts table, one per schema, also first (after the
+		// workers table, prepended below): a new table too.
+		counts := tableStep{"", schema.Step{
+			Up:   []string{strings.TrimSuffix(schema.CreateCounts(cfg.Schema), "\n")},
+			Down: []string{strings.TrimSuffix(schema.DropCounts(cfg.Schema), "\n")},
+		}}
+		steps = append([]tableStep{counts}, steps...)
+		created = true
+		if len(last.Tables) > 0 {
+			changes = append(changes, "add_counts")
+		}
+	}
 	if needsWorkers(want.Tables) && !needsWorkers(last.Tables) {
 		// Layout 4's workers table, one per schema, first: a new table,
 		// which nothing reads or locks yet.
@@ -335,6 +348,17 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 func needsWorkers(tables []schema.Table) bool {
 	for _, t := range tables {
 		if t.Layout >= 4 {
+			return true
+		}
+	}
+	return false
+}
+
+// needsCounts reports whether any of tables is of layout 5 or later, whose
+// acknowledgements write to the schema's counts table.
+func needsCounts(tables []schema.Table) bool {
+	for _, t := range tables {
+		if t.Layout >= 5 {
 			return true
 		}
 	}

@@ -38,6 +38,7 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		QueueLiteral:  schema.QuoteLiteral(q.Name),
 		Notify:        t.Notify,
 		Workers:       schema.Workers(t.Schema),
+		Counts:        schema.Counts(t.Schema),
 	}
 	if t.Unique != nil {
 		qq.Unique = true

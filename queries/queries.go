@@ -6,8 +6,11 @@ package queries
 import (
 	"embed"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/skipjack-dev/skipjack/schema"
 )
 
 //go:embed *.sql.tmpl
@@ -46,7 +49,25 @@ type Queue struct {
 	// Workers is the quoted, schema-qualified workers table, where every
 	// running worker renews the row that proves it alive.
 	Workers string
+	// Counts is the quoted, schema-qualified counts table, where the
+	// acknowledging statements count finished jobs per minute.
+	Counts string
 }
+
+// WaitBounds is the SQL array of the wait histogram's bucket bounds in
+// milliseconds (schema.WaitBoundsMS), for width_bucket.
+func (Queue) WaitBounds() string {
+	parts := make([]string, len(schema.WaitBoundsMS))
+	for i, b := range schema.WaitBoundsMS {
+		parts[i] = strconv.FormatInt(b, 10)
+	}
+	return "'{" + strings.Join(parts, ",") + "}'::float8[]"
+}
+
+// WaitBuckets is the index of the wait histogram's last bucket (the
+// histogram has WaitBuckets+1 buckets: below the first bound, between
+// bounds, and from the last bound on).
+func (Queue) WaitBuckets() int { return len(schema.WaitBoundsMS) }
 
 // Render returns the sqlc query file of q.
 func Render(q Queue) (string, error) {

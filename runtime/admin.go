@@ -73,6 +73,17 @@ type ListParams struct {
 	AfterID int64
 	// Limit caps the page size. Default 100, at most 1000.
 	Limit int
+	// UntilID, when not 0, stops the page at this id: with AfterID it
+	// bounds the rows a filtered page reads to a range of the primary key.
+	UntilID int64
+	// Payload, when set, is the text of a JSON object that keeps only jobs
+	// whose payload contains it (jsonb @>): {"customer": 42} finds the
+	// jobs of customer 42. (Text rather than json.RawMessage keeps
+	// ListParams comparable.)
+	Payload string
+	// ErrorGroup, when set, keeps only jobs whose last error normalises to
+	// it (FailureGroup.Error).
+	ErrorGroup string
 }
 
 // QueueAdmin is the untyped operations view of one queue, with payloads as
@@ -88,6 +99,14 @@ type QueueAdmin interface {
 	// given time. Queues that delete completed jobs at ack report 0
 	// completed.
 	Finished(ctx context.Context, since time.Time) (completed, failed int64, err error)
+	// Activity returns what the queue's workers recorded per minute since
+	// the given time, in minute order; minutes without a finished job are
+	// left out. Records are kept for about a day.
+	Activity(ctx context.Context, since time.Time) ([]ActivityMinute, error)
+	// FailureGroups groups the queue's FailureGroupsScan most recently
+	// failed jobs by their normalised last error and returns up to limit
+	// groups, largest first.
+	FailureGroups(ctx context.Context, limit int) ([]FailureGroup, error)
 	// Get returns one job, or an error matching ErrNotFound.
 	Get(ctx context.Context, id int64) (*Record[json.RawMessage], error)
 	// List returns a page of jobs in id order.

@@ -50,8 +50,10 @@ type Table struct {
 // context of the Enqueue call (NULL when nothing injected one).
 //
 // Layout 4 added the schema's workers table, where every running worker
-// proves that it is alive (see WorkersTable).
-const CurrentLayout = 4
+// proves that it is alive (see WorkersTable). Layout 5 added the schema's
+// counts table, where acknowledgements record per-minute activity (see
+// CountsTable).
+const CurrentLayout = 5
 
 // Unique is the unique key of a queue's jobs.
 type Unique struct {
@@ -89,6 +91,46 @@ func CreateWorkers(schema string) string {
 // DropWorkers returns the DDL that drops the workers table of schema.
 func DropWorkers(schema string) string {
 	return fmt.Sprintf("DROP TABLE IF EXISTS %s;\n", Workers(schema))
+}
+
+// CountsTable is the unquoted name of the table, one per schema, in which
+// the statements that acknowledge and resolve jobs count what finished, per
+// queue, minute and worker, with a histogram of how long the completed jobs
+// waited before they started. Rows are keyed by worker (a flush loop writes
+// one statement at a time) or, for CompleteTx, by the database session, so
+// no two concurrent statements ever write one row. It is what a dashboard
+// charts, and it works for queues that delete jobs at ack.
+const CountsTable = "_skipjack_counts"
+
+// WaitBoundsMS are the upper bounds, in milliseconds, of the buckets of a
+// counts row's wait histogram; a last bucket holds the longer waits. Steps
+// of 1-2-5 keep a quantile read from it within a factor of 2.5 and make
+// its bounds round numbers an operator reads at a glance.
+var WaitBoundsMS = []int64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000, 120000, 300000, 600000, 1800000, 3600000}
+
+// Counts is the quoted, schema-qualified name of the counts table of
+// schema.
+func Counts(schema string) string { return QuoteIdent(schema) + "." + QuoteIdent(CountsTable) }
+
+// CreateCounts returns the DDL of the counts table of schema. Migrations
+// hold it once (not once per queue); CreateTable adds it to each queue's
+// table, since sqlc needs it to check the queries that use it.
+func CreateCounts(schema string) string {
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n"+
+		"    \"queue\" text NOT NULL,\n"+
+		"    \"minute\" timestamptz NOT NULL,\n"+
+		"    \"worker\" text NOT NULL,\n"+
+		"    \"completed\" bigint NOT NULL DEFAULT 0,\n"+
+		"    \"failed\" bigint NOT NULL DEFAULT 0,\n"+
+		"    \"retried\" bigint NOT NULL DEFAULT 0,\n"+
+		"    \"waits\" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[%d]),\n"+
+		"    PRIMARY KEY (\"queue\", \"minute\", \"worker\")\n"+
+		");\n", Counts(schema), len(WaitBoundsMS)+1)
+}
+
+// DropCounts returns the DDL that drops the counts table of schema.
+func DropCounts(schema string) string {
+	return fmt.Sprintf("DROP TABLE IF EXISTS %s;\n", Counts(schema))
 }
 
 // Param is one storage parameter; Value is SQL text.
@@ -136,7 +178,7 @@ type tableData struct {
 	Table, ClaimIndex, LeaseIndex                      string
 	CompletedIndex, FailedIndex, RunningCheck          string
 	UniqueIndex, UniqueExprs, UniqueStates, Slots      string
-	WorkersDDL                                         string
+	WorkersDDL, CountsDDL                              string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
 	Priority, Indexes                                  bool
@@ -154,6 +196,7 @@ func (t Table) data(indexes bool) tableData {
 		FailedIndex:    QuoteIdent(t.Name + "_failed_idx"),
 		RunningCheck:   QuoteIdent(t.Name + "_running_lease"),
 		WorkersDDL:     CreateWorkers(t.Schema),
+		CountsDDL:      CreateCounts(t.Schema),
 		MaxAttempts:    t.MaxAttempts,
 		Priority:       t.Priority,
 		Indexes:        indexes,

@@ -31,7 +31,7 @@ type DBTX interface {
 }
 
 // The queries an Admin runs, by their sqlc names.
-var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel"}
+var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Activity", "FailureGroups"}
 
 // Admin is the operations view of one queue's table.
 type Admin struct {
@@ -185,7 +185,18 @@ func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Re
 		p.Limit = defaultListLimit
 	}
 	p.Limit = min(p.Limit, maxListLimit)
-	rows, err := a.db.Query(ctx, a.sql["List"], a.args("List", map[string]any{"after_id": p.AfterID, "state": p.State, "max": int64(p.Limit)})...)
+	payload := "{}"
+	if len(p.Payload) > 0 {
+		var filter map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(p.Payload), &filter); err != nil {
+			return nil, fmt.Errorf("the payload filter is not a JSON object: %w", err)
+		}
+		payload = p.Payload
+	}
+	rows, err := a.db.Query(ctx, a.sql["List"], a.args("List", map[string]any{
+		"after_id": p.AfterID, "until_id": p.UntilID, "state": p.State, "payload": payload,
+		"error_group": p.ErrorGroup, "max": int64(p.Limit),
+	})...)
 	if err != nil {
 		return nil, a.wrap(err)
 	}
@@ -194,6 +205,61 @@ func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Re
 		return nil, a.wrap(err)
 	}
 	return recs, nil
+}
+
+// Activity returns what the queue's workers recorded per minute since the
+// given time, summed over workers, in minute order.
+func (a *Admin) Activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
+	rows, err := a.db.Query(ctx, a.sql["Activity"], a.args("Activity", map[string]any{"since": since})...)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	defer rows.Close()
+	var out []skipjack.ActivityMinute
+	for rows.Next() {
+		var r skipjack.ActivityMinute
+		if err := rows.Scan(&r.Minute, &r.Completed, &r.Failed, &r.Retried, &r.Waits); err != nil {
+			return nil, a.wrap(err)
+		}
+		if n := len(out); n > 0 && out[n-1].Minute.Equal(r.Minute) {
+			m := &out[n-1]
+			m.Completed += r.Completed
+			m.Failed += r.Failed
+			m.Retried += r.Retried
+			m.Waits = skipjack.AddWaits(m.Waits, r.Waits)
+			continue
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, a.wrap(err)
+	}
+	return out, nil
+}
+
+// FailureGroups groups the queue's most recently failed jobs by their
+// normalised last error, largest group first.
+func (a *Admin) FailureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := a.db.Query(ctx, a.sql["FailureGroups"], a.args("FailureGroups", map[string]any{"max": int64(limit), "scan": int64(skipjack.FailureGroupsScan)})...)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	defer rows.Close()
+	var out []skipjack.FailureGroup
+	for rows.Next() {
+		var g skipjack.FailureGroup
+		if err := rows.Scan(&g.Error, &g.Jobs, &g.FirstSeen, &g.LastSeen, &g.Example); err != nil {
+			return nil, a.wrap(err)
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, a.wrap(err)
+	}
+	return out, nil
 }
 
 // Retry makes failed or scheduled jobs pending now and returns how many

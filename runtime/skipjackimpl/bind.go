@@ -32,6 +32,13 @@ type StatsRow interface {
 	}
 }
 
+// ActivityRow is the shape of the rows of a queue's Activity query.
+type ActivityRow interface{ ~activityRow }
+
+// FailureGroupRow is the shape of the rows of a queue's FailureGroups
+// query.
+type FailureGroupRow interface{ ~failureGroupRow }
+
 // CopyRow is the shape of one row of a queue's EnqueueCopy.
 type CopyRow interface{ ~copyRow }
 
@@ -43,13 +50,13 @@ type CopyAtRow interface{ ~copyAtRow }
 // positional). The type parameters are the queue's own row types; their
 // shapes are fixed by the constraints above, so the runtime converts them
 // once, here, for every queue.
-type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] interface {
+type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow] interface {
 	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
 	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
 	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
 	Now(ctx context.Context, delay time.Duration) (time.Time, error)
 	Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]C, error)
-	Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error)
+	Complete(ctx context.Context, ids []int64, claims []int32, ages []time.Duration) ([]int64, error)
 	CompleteOne(ctx context.Context, id int64, claim int32) (int64, error)
 	Resolve(ctx context.Context, ids []int64, claims []int32, outcomes []string, delays []time.Duration, messages []string) ([]int64, error)
 	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) ([]H, error)
@@ -62,7 +69,9 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	Stats(ctx context.Context) (S, error)
 	CountFinished(ctx context.Context, state string, since time.Time) (int64, error)
 	Get(ctx context.Context, id int64) (G, error)
-	List(ctx context.Context, afterID int64, state string, max int32) ([]L, error)
+	List(ctx context.Context, afterID int64, untilID int64, state string, payload string, errorGroup string, max int32) ([]L, error)
+	FailureGroups(ctx context.Context, max int32, scan int32) ([]F, error)
+	Activity(ctx context.Context, since time.Time) ([]V, error)
 	Retry(ctx context.Context, ids []int64) (int64, error)
 	Cancel(ctx context.Context, ids []int64) (int64, error)
 }
@@ -98,17 +107,19 @@ type queries interface {
 	list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error)
 	retry(ctx context.Context, ids []int64) (int64, error)
 	cancel(ctx context.Context, ids []int64) (int64, error)
+	failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error)
+	activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error)
 	unique() uniqueQueries
 	slots() slotQueries
 	quiet() quietQueries
 }
 
 // binding adapts one queue's sqlc Queries to queries.
-type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] struct {
-	q Queries[C, H, G, L, S, E, A]
+type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow] struct {
+	q Queries[C, H, G, L, S, E, A, V, F]
 }
 
-func (b binding[C, H, G, L, S, E, A]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
 	if err != nil {
 		return nil, err
@@ -120,11 +131,11 @@ func (b binding[C, H, G, L, S, E, A]) Claim(ctx context.Context, limit int, leas
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error) {
-	return b.q.Complete(ctx, ids, claims)
+func (b binding[C, H, G, L, S, E, A, V, F]) Complete(ctx context.Context, ids []int64, claims []int32, ages []time.Duration) ([]int64, error) {
+	return b.q.Complete(ctx, ids, claims, ages)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
 	ids := make([]int64, len(rs))
 	claims := make([]int32, len(rs))
 	outcomes := make([]string, len(rs))
@@ -136,7 +147,7 @@ func (b binding[C, H, G, L, S, E, A]) Resolve(ctx context.Context, rs []Resoluti
 	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
 	rows, err := b.q.Heartbeat(ctx, ids, claims, lease)
 	if err != nil {
 		return nil, nil, err
@@ -152,23 +163,23 @@ func (b binding[C, H, G, L, S, E, A]) Heartbeat(ctx context.Context, ids []int64
 	return alive, cancelled, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
 	return b.q.Release(ctx, ids, claims)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Rescue(ctx context.Context, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) Rescue(ctx context.Context, limit int) (int64, error) {
 	return b.q.Rescue(ctx, int32(limit))
 }
 
-func (b binding[C, H, G, L, S, E, A]) Live(ctx context.Context, worker string, lease time.Duration) error {
+func (b binding[C, H, G, L, S, E, A, V, F]) Live(ctx context.Context, worker string, lease time.Duration) error {
 	return b.q.Live(ctx, worker, lease)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Gone(ctx context.Context, worker string) error {
+func (b binding[C, H, G, L, S, E, A, V, F]) Gone(ctx context.Context, worker string) error {
 	return b.q.Gone(ctx, worker)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
 	var n int64
 	if completedAge > 0 {
 		c, err := b.q.PruneCompleted(ctx, completedAge, int32(limit))
@@ -187,7 +198,7 @@ func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, f
 	return n, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace)
 }
 
@@ -208,7 +219,7 @@ type (
 	}
 )
 
-func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
 	if runAt == nil {
 		rows := make([]E, len(payloads))
 		for i, p := range payloads {
@@ -223,15 +234,15 @@ func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads 
 	return b.q.EnqueueCopyAt(ctx, rows)
 }
 
-func (b binding[C, H, G, L, S, E, A]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
 	return b.q.Now(ctx, delay)
 }
 
-func (b binding[C, H, G, L, S, E, A]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
 	return b.q.CompleteOne(ctx, id, claim)
 }
 
-func (b binding[C, H, G, L, S, E, A]) stats(ctx context.Context) (skipjack.Stats, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) stats(ctx context.Context) (skipjack.Stats, error) {
 	s, err := b.q.Stats(ctx)
 	if err != nil {
 		return skipjack.Stats{}, err
@@ -239,11 +250,11 @@ func (b binding[C, H, G, L, S, E, A]) stats(ctx context.Context) (skipjack.Stats
 	return skipjack.Stats(s), nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
 	return b.q.CountFinished(ctx, state, since)
 }
 
-func (b binding[C, H, G, L, S, E, A]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
 	row, err := b.q.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -251,8 +262,12 @@ func (b binding[C, H, G, L, S, E, A]) get(ctx context.Context, id int64) (*skipj
 	return record(recordRow(row)), nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
-	rows, err := b.q.List(ctx, p.AfterID, p.State, int32(p.Limit))
+func (b binding[C, H, G, L, S, E, A, V, F]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+	payload := "{}"
+	if p.Payload != "" {
+		payload = p.Payload
+	}
+	rows, err := b.q.List(ctx, p.AfterID, p.UntilID, p.State, payload, p.ErrorGroup, int32(p.Limit))
 	if err != nil {
 		return nil, err
 	}
@@ -263,25 +278,60 @@ func (b binding[C, H, G, L, S, E, A]) list(ctx context.Context, p skipjack.ListP
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) retry(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
+	rows, err := b.q.FailureGroups(ctx, int32(limit), skipjack.FailureGroupsScan)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]skipjack.FailureGroup, len(rows))
+	for i, row := range rows {
+		r := failureGroupRow(row)
+		out[i] = skipjack.FailureGroup{Error: r.ErrorGroup, Example: r.Example, Jobs: r.Jobs, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
+	}
+	return out, nil
+}
+
+// activity sums the rows of the counts table (one per minute and worker)
+// per minute.
+func (b binding[C, H, G, L, S, E, A, V, F]) activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
+	rows, err := b.q.Activity(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	var out []skipjack.ActivityMinute
+	for _, row := range rows {
+		r := activityRow(row)
+		if n := len(out); n == 0 || !out[n-1].Minute.Equal(r.Minute) {
+			out = append(out, skipjack.ActivityMinute{Minute: r.Minute})
+		}
+		m := &out[len(out)-1]
+		m.Completed += r.Completed
+		m.Failed += r.Failed
+		m.Retried += r.Retried
+		m.Waits = skipjack.AddWaits(m.Waits, r.Waits)
+	}
+	return out, nil
+}
+
+func (b binding[C, H, G, L, S, E, A, V, F]) retry(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Retry(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A]) cancel(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F]) cancel(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Cancel(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A]) unique() uniqueQueries {
+func (b binding[C, H, G, L, S, E, A, V, F]) unique() uniqueQueries {
 	u, _ := b.q.(uniqueQueries)
 	return u
 }
 
-func (b binding[C, H, G, L, S, E, A]) quiet() quietQueries {
+func (b binding[C, H, G, L, S, E, A, V, F]) quiet() quietQueries {
 	q, _ := b.q.(quietQueries)
 	return q
 }
 
-func (b binding[C, H, G, L, S, E, A]) slots() slotQueries {
+func (b binding[C, H, G, L, S, E, A, V, F]) slots() slotQueries {
 	s, _ := b.q.(slotQueries)
 	return s
 }
@@ -290,6 +340,24 @@ func (b binding[C, H, G, L, S, E, A]) slots() slotQueries {
 type heartbeatRow = struct {
 	ID              int64
 	CancelRequested bool
+}
+
+// activityRow is the shape of ActivityRow.
+type activityRow = struct {
+	Minute    time.Time
+	Completed int64
+	Failed    int64
+	Retried   int64
+	Waits     []int64
+}
+
+// failureGroupRow is the shape of FailureGroupRow.
+type failureGroupRow = struct {
+	ErrorGroup string
+	Jobs       int64
+	FirstSeen  time.Time
+	LastSeen   time.Time
+	Example    string
 }
 
 // recordRow is the shape of RecordRow.

@@ -53,7 +53,7 @@ func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ strin
 	return rows, nil
 }
 
-func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32) ([]int64, error) {
+func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32, _ []time.Duration) ([]int64, error) {
 	if f.completeCall != nil {
 		select {
 		case f.completeCall <- struct{}{}:
@@ -134,9 +134,15 @@ func (f *fakeStore) list(context.Context, skipjack.ListParams) ([]*skipjack.Reco
 }
 func (f *fakeStore) retry(context.Context, []int64) (int64, error)  { return 0, nil }
 func (f *fakeStore) cancel(context.Context, []int64) (int64, error) { return 0, nil }
-func (f *fakeStore) unique() uniqueQueries                          { return nil }
-func (f *fakeStore) slots() slotQueries                             { return nil }
-func (f *fakeStore) quiet() quietQueries                            { return nil }
+func (f *fakeStore) failureGroups(context.Context, int) ([]skipjack.FailureGroup, error) {
+	return nil, nil
+}
+func (f *fakeStore) activity(context.Context, time.Time) ([]skipjack.ActivityMinute, error) {
+	return nil, nil
+}
+func (f *fakeStore) unique() uniqueQueries { return nil }
+func (f *fakeStore) slots() slotQueries    { return nil }
+func (f *fakeStore) quiet() quietQueries   { return nil }
 
 func (f *fakeStore) completed() []int64 {
 	f.mu.Lock()

@@ -37,7 +37,7 @@ type Queue[P any] struct {
 // unique key or schedules but the queries lack the methods (with the
 // signatures) the runtime calls for them, which would otherwise turn those
 // features off silently.
-func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
+func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, V, F], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
 	if d := reflect.TypeFor[D](); d.Kind() != reflect.Interface || !reflect.TypeFor[DBTX]().Implements(d) {
 		panic(fmt.Sprintf("skipjack: queue %s: its generated queries run on %v, which skipjack.DBTX does not satisfy; regenerate it with a matching skipjack", spec.Name, d))
 	}
@@ -53,7 +53,7 @@ func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A], C ClaimRow, H HeartbeatR
 		spec: spec.withDefaults(),
 		bind: func(db DBTX) queries {
 			d, _ := db.(D) // fails only for a nil db, which stays nil
-			return binding[C, H, G, L, S, E, A]{q: newQueries(d)}
+			return binding[C, H, G, L, S, E, A, V, F]{q: newQueries(d)}
 		},
 	}
 }
@@ -279,6 +279,12 @@ func (q *Queue[P]) listRaw(ctx context.Context, db DBTX, p skipjack.ListParams) 
 		p.Limit = defaultListLimit
 	}
 	p.Limit = min(p.Limit, maxListLimit)
+	if len(p.Payload) > 0 {
+		var filter map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(p.Payload), &filter); err != nil {
+			return nil, fmt.Errorf("list %s: the payload filter is not a JSON object: %w", q.spec.Name, err)
+		}
+	}
 	rs, err := q.bind(db).list(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", q.spec.Name, err)
@@ -357,6 +363,25 @@ func (a admin[P]) Finished(ctx context.Context, since time.Time) (completed, fai
 		return 0, 0, fmt.Errorf("count finished %s jobs: %w", a.q.spec.Name, err)
 	}
 	return completed, failed, nil
+}
+
+func (a admin[P]) Activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
+	out, err := a.q.bind(a.db).activity(ctx, since)
+	if err != nil {
+		return nil, fmt.Errorf("activity of %s: %w", a.q.spec.Name, err)
+	}
+	return out, nil
+}
+
+func (a admin[P]) FailureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	out, err := a.q.bind(a.db).failureGroups(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("failure groups of %s: %w", a.q.spec.Name, err)
+	}
+	return out, nil
 }
 
 func (a admin[P]) Get(ctx context.Context, id int64) (*skipjack.Record[json.RawMessage], error) {

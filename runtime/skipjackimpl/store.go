@@ -96,9 +96,11 @@ type store interface {
 	Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error)
 	// Complete acknowledges completed jobs (deleting them or marking them
 	// completed, per the queue's retention) and returns the ids it matched.
-	Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error)
+	// It counts them in the schema's counts table, with how long each job
+	// waited: ages[i] is how long ago the handler of job ids[i] started.
+	Complete(ctx context.Context, ids []int64, claims []int32, ages []time.Duration) ([]int64, error)
 	// Resolve applies retries, failures and snoozes and returns the ids it
-	// matched.
+	// matched, counting the failures and retries in the counts table.
 	Resolve(ctx context.Context, rs []Resolution) ([]int64, error)
 	// Heartbeat extends the leases of the given jobs and returns the ids
 	// that are still owned by these claims (a row locked elsewhere counts as

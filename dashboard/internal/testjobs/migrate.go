@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion4
+const _ = skipjack.SupportPackageIsVersion5
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -131,6 +131,84 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "started_at" timestamptz NOT NULL DEFAULT now(),
     "stopped_at" timestamptz
 );
+`,
+	},
+	{
+		Version: 4,
+		Name:    "0004_skipjack_add_counts",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
+    "queue" text NOT NULL,
+    "minute" timestamptz NOT NULL,
+    "worker" text NOT NULL,
+    "completed" bigint NOT NULL DEFAULT 0,
+    "failed" bigint NOT NULL DEFAULT 0,
+    "retried" bigint NOT NULL DEFAULT 0,
+    "waits" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[21]),
+    PRIMARY KEY ("queue", "minute", "worker")
+);
+`,
+	},
+	{
+		Version: 5,
+		Name:    "0005_skipjack_add_sync_account",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE "skipjack"."sync_account" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
+    CONSTRAINT "sync_account_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_slots" (
+    "queue" text NOT NULL,
+    "schedule" integer NOT NULL,
+    "slot" timestamptz NOT NULL,
+    PRIMARY KEY ("queue", "schedule")
+);
+
+CREATE INDEX "sync_account_claim_idx" ON "skipjack"."sync_account" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "sync_account_lease_idx" ON "skipjack"."sync_account" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "sync_account_completed_idx" ON "skipjack"."sync_account" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "sync_account_failed_idx" ON "skipjack"."sync_account" ("finished_at") WHERE "state" = 'failed';
+
+CREATE UNIQUE INDEX "sync_account_unique_idx" ON "skipjack"."sync_account" ((coalesce("payload" -> 'account_id', 'null'::jsonb))) WHERE "state" IN ('pending', 'running');
+
+CREATE OR REPLACE FUNCTION "skipjack"."sync_account_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.sync_account', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "sync_account_notify" AFTER INSERT ON "skipjack"."sync_account"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."sync_account_notify"();
 `,
 	},
 }

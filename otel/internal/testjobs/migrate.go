@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion4
+const _ = skipjack.SupportPackageIsVersion5
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -88,6 +88,25 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "expires_at" timestamptz NOT NULL,
     "started_at" timestamptz NOT NULL DEFAULT now(),
     "stopped_at" timestamptz
+);
+`,
+	},
+	{
+		Version: 3,
+		Name:    "0003_skipjack_add_counts",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
+    "queue" text NOT NULL,
+    "minute" timestamptz NOT NULL,
+    "worker" text NOT NULL,
+    "completed" bigint NOT NULL DEFAULT 0,
+    "failed" bigint NOT NULL DEFAULT 0,
+    "retried" bigint NOT NULL DEFAULT 0,
+    "waits" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[21]),
+    PRIMARY KEY ("queue", "minute", "worker")
 );
 `,
 	},

@@ -15,7 +15,7 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-const _ = skipjack.SupportPackageIsVersion4 // needs a runtime for version 4 of generated code
+const _ = skipjack.SupportPackageIsVersion5 // needs a runtime for version 5 of generated code
 
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "slow"

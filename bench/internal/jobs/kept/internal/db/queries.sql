@@ -45,7 +45,7 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
 
 -- name: Complete :many
--- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned.
+-- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, with a histogram of how long the completed jobs waited from run_at until their handlers started (ages: how long ago each handler started).
 WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims
     FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS x
@@ -55,7 +55,7 @@ WITH owned AS (
     WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
       AND t."state" = 'running' AND NOT t."cancel_requested"
-    RETURNING t."id"
+    RETURNING t."id", t."run_at", t."worker"
 ), cancelled AS (
     UPDATE "skipjack"."kept" AS t
     SET "state" = 'failed', "finished_at" = now(), "lease_expires_at" = NULL,
@@ -68,20 +68,47 @@ WITH owned AS (
     WHERE t."id" = ANY(ARRAY(SELECT unnest(sqlc.arg(ids)::bigint[]) EXCEPT ALL SELECT "id" FROM completed))
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
       AND t."state" = 'running' AND t."cancel_requested"
-    RETURNING t."id"
+    RETURNING t."id", t."worker"
+), waited AS (
+    SELECT width_bucket((extract(epoch FROM now() - a.age - c."run_at") * 1000)::float8, '{1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,20000,60000,120000,300000,600000,1800000,3600000}'::float8[]) AS bucket
+    FROM completed AS c
+    JOIN (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(ages)::interval[]) AS age) AS a ON a.id = c."id"
+), counted AS (
+    INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed", "failed", "waits")
+    SELECT 'kept', date_trunc('minute', now()),
+           coalesce((SELECT min("worker") FROM completed), (SELECT min("worker") FROM cancelled), ''),
+           (SELECT count(*) FROM completed), (SELECT count(*) FROM cancelled),
+           ARRAY(SELECT count(w.bucket) FROM generate_series(0, 20) AS g(bucket) LEFT JOIN waited AS w ON w.bucket = g.bucket GROUP BY g.bucket ORDER BY g.bucket)
+    WHERE EXISTS (SELECT 1 FROM completed) OR EXISTS (SELECT 1 FROM cancelled)
+    ON CONFLICT ("queue", "minute", "worker") DO UPDATE
+    SET "completed" = k."completed" + EXCLUDED."completed", "failed" = k."failed" + EXCLUDED."failed",
+        "waits" = ARRAY(SELECT k."waits"[i] + EXCLUDED."waits"[i] FROM generate_series(1, 20 + 1) AS i)
+    RETURNING k."xmax" = 0 AS inserted
+), pruned AS (
+    -- The first write of a worker in a minute also deletes the queue's rows that are older than the charts read (a day) by an hour.
+    DELETE FROM "skipjack"."_skipjack_counts"
+    WHERE "queue" = 'kept' AND "minute" < now() - interval '25 hours' AND (SELECT bool_or(inserted) FROM counted)
 )
 SELECT "id" FROM completed
 UNION ALL
 SELECT "id" FROM cancelled;
 
 -- name: CompleteOne :execrows
--- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it.
-UPDATE "skipjack"."kept"
-SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running' AND NOT "cancel_requested";
+-- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job.
+WITH done AS (
+    UPDATE "skipjack"."kept"
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
+    WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running' AND NOT "cancel_requested"
+    RETURNING "id"
+)
+INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed")
+SELECT 'kept', date_trunc('minute', now()), 'session/' || pg_backend_pid(), count(*)
+FROM done
+HAVING count(*) > 0
+ON CONFLICT ("queue", "minute", "worker") DO UPDATE SET "completed" = k."completed" + EXCLUDED."completed";
 
 -- name: Resolve :many
--- Resolve retries, fails, snoozes or releases the jobs that the given claims still own, keeping the last 10 errors. An attempt whose handler returned resets the job's rescue count (it did not crash its worker); a release (a job given back unstarted, or interrupted by shutdown or lease doubt) keeps it and, like a snooze, restores the attempt.
+-- Resolve retries, fails, snoozes or releases the jobs that the given claims still own, keeping the last 10 errors. An attempt whose handler returned resets the job's rescue count (it did not crash its worker); a release (a job given back unstarted, or interrupted by shutdown or lease doubt) keeps it and, like a snooze, restores the attempt. The same statement counts the jobs it failed and retried in the counts table, in the row of this worker and minute.
 WITH r AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
            unnest(sqlc.arg(claims)::integer[]) AS claim,
@@ -104,25 +131,40 @@ WITH r AS (
         FOR UPDATE
     ) AS j
     WHERE j."state" = 'running'
+), resolved AS (
+    UPDATE "skipjack"."kept" AS t
+    SET "state" = locked.next_state,
+        "attempt" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
+        "rescues" = CASE WHEN locked.outcome = 'release' THEN t."rescues" ELSE 0 END,
+        "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
+        "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
+        "lease_expires_at" = NULL,
+        "errors" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."errors" ELSE (
+            SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+            FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+                'attempt', t."attempt", 'at', now(),
+                'error', CASE WHEN t."cancel_requested" THEN 'cancelled' ELSE left(locked.message, 2048) END,
+                'worker', t."worker"))) WITH ORDINALITY AS e
+            WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+        ) END
+    FROM locked
+    WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
+    RETURNING t."id", t."worker", locked.next_state, locked.outcome
+), counted AS (
+    INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "failed", "retried")
+    SELECT 'kept', date_trunc('minute', now()), min("worker"),
+           count(*) FILTER (WHERE next_state = 'failed'),
+           count(*) FILTER (WHERE next_state = 'pending' AND outcome = 'retry')
+    FROM resolved
+    HAVING count(*) FILTER (WHERE next_state = 'failed' OR outcome = 'retry') > 0
+    ON CONFLICT ("queue", "minute", "worker") DO UPDATE
+    SET "failed" = k."failed" + EXCLUDED."failed", "retried" = k."retried" + EXCLUDED."retried"
+    RETURNING k."xmax" = 0 AS inserted
+), pruned AS (
+    DELETE FROM "skipjack"."_skipjack_counts"
+    WHERE "queue" = 'kept' AND "minute" < now() - interval '25 hours' AND (SELECT bool_or(inserted) FROM counted)
 )
-UPDATE "skipjack"."kept" AS t
-SET "state" = locked.next_state,
-    "attempt" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."attempt" - 1 ELSE t."attempt" END,
-    "rescues" = CASE WHEN locked.outcome = 'release' THEN t."rescues" ELSE 0 END,
-    "run_at" = CASE WHEN locked.next_state = 'pending' THEN now() + locked.delay ELSE t."run_at" END,
-    "finished_at" = CASE WHEN locked.next_state = 'failed' THEN now() END,
-    "lease_expires_at" = NULL,
-    "errors" = CASE WHEN locked.outcome IN ('snooze', 'release') AND locked.next_state = 'pending' THEN t."errors" ELSE (
-        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
-        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
-            'attempt', t."attempt", 'at', now(),
-            'error', CASE WHEN t."cancel_requested" THEN 'cancelled' ELSE left(locked.message, 2048) END,
-            'worker', t."worker"))) WITH ORDINALITY AS e
-        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
-    ) END
-FROM locked
-WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked)) AND t."id" = locked."id"
-RETURNING t."id";
+SELECT "id" FROM resolved;
 
 -- name: Heartbeat :many
 -- Heartbeat extends the leases of the jobs that the given claims still own and reports which of them an operator cancelled. It never waits for a row lock: a row locked elsewhere (by CompleteTx's open transaction, an operator's SELECT ... FOR UPDATE) is reported alive, unrenewed, while its claim still owns it.
@@ -277,13 +319,42 @@ FROM "skipjack"."kept"
 WHERE "id" = sqlc.arg(id);
 
 -- name: List :many
--- List returns up to max jobs after after_id in id order, in one state or all (state ''), walking the primary key.
+-- List returns up to max jobs after after_id (and up to until_id, when it is not 0) in id order, in one state or all (state ''), whose payload contains the JSON object payload ('{}' for all) and, when error_group is not '', whose last error normalises to it; it walks the primary key.
 SELECT "id", "state", "attempt", "max_attempts", "priority", "run_at", "created_at", "finished_at",
        "lease_expires_at", "worker", "rescues", "errors", "payload"
 FROM "skipjack"."kept"
-WHERE "id" > sqlc.arg(after_id) AND (sqlc.arg(state)::text = '' OR "state" = sqlc.arg(state)::text)
+WHERE "id" > sqlc.arg(after_id) AND (sqlc.arg(until_id)::bigint = 0 OR "id" <= sqlc.arg(until_id)::bigint)
+  AND (sqlc.arg(state)::text = '' OR "state" = sqlc.arg(state)::text)
+  AND "payload" @> sqlc.arg(payload)::text::jsonb
+  AND (sqlc.arg(error_group)::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = sqlc.arg(error_group)::text)
 ORDER BY "id"
 LIMIT sqlc.arg(max);
+
+-- name: FailureGroups :many
+-- FailureGroups groups the queue's scan most recently failed jobs by their last error, normalised (ids and numbers folded), largest group first: each with its count, when it was first and last seen among them and its most recent message.
+WITH recent AS (
+    SELECT "finished_at", left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) AS error_group, coalesce("errors" -> -1 ->> 'error', '') AS message
+    FROM "skipjack"."kept"
+    WHERE "state" = 'failed' AND "finished_at" IS NOT NULL
+    ORDER BY "finished_at" DESC
+    LIMIT sqlc.arg(scan)
+)
+SELECT error_group, count(*) AS jobs, min("finished_at")::timestamptz AS first_seen, max("finished_at")::timestamptz AS last_seen,
+       (array_agg(message ORDER BY "finished_at" DESC))[1]::text AS example
+FROM recent
+GROUP BY error_group
+ORDER BY count(*) DESC, error_group
+LIMIT sqlc.arg(max);
+
+-- name: Activity :many
+-- Activity returns the queue's rows of the counts table since the given time, one per minute and worker (or CompleteTx session), in minute order.
+SELECT "minute", "completed", "failed", "retried", "waits" FROM "skipjack"."_skipjack_counts"
+WHERE "queue" = 'kept' AND "minute" >= sqlc.arg(since)::timestamptz
+ORDER BY "minute";
 
 -- name: Retry :execrows
 -- Retry makes failed and scheduled jobs pending now and resets their rescue count; a failed job that used up its attempts gets one more.

@@ -26,6 +26,17 @@ type SkipjackNoop struct {
 	Trace           []byte
 }
 
+// SkipjackSkipjackCount is a row of the queue table.
+type SkipjackSkipjackCount struct {
+	Queue     string
+	Minute    time.Time
+	Worker    string
+	Completed int64
+	Failed    int64
+	Retried   int64
+	Waits     []int64
+}
+
 // SkipjackSkipjackWorker is a row of the queue table.
 type SkipjackSkipjackWorker struct {
 	ID        string

@@ -28,3 +28,14 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "started_at" timestamptz NOT NULL DEFAULT now(),
     "stopped_at" timestamptz
 );
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
+    "queue" text NOT NULL,
+    "minute" timestamptz NOT NULL,
+    "worker" text NOT NULL,
+    "completed" bigint NOT NULL DEFAULT 0,
+    "failed" bigint NOT NULL DEFAULT 0,
+    "retried" bigint NOT NULL DEFAULT 0,
+    "waits" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[21]),
+    PRIMARY KEY ("queue", "minute", "worker")
+);

@@ -26,6 +26,17 @@ type ShopJobsResizeImage struct {
 	Trace           []byte
 }
 
+// ShopJobsSkipjackCount is a row of the queue table.
+type ShopJobsSkipjackCount struct {
+	Queue     string
+	Minute    time.Time
+	Worker    string
+	Completed int64
+	Failed    int64
+	Retried   int64
+	Waits     []int64
+}
+
 // ShopJobsSkipjackWorker is a row of the queue table.
 type ShopJobsSkipjackWorker struct {
 	ID        string
