@@ -151,6 +151,8 @@ func New(cfg Config) (*Handler, error) {
 //	/queues/{queue}/jobs/{id}/cancel
 //	/queues/{queue}/retry?ids=1,2   the same for several jobs of a page
 //	/queues/{queue}/cancel?ids=1,2
+//	/queues/{queue}/failures        failed jobs grouped by error
+//	/queues/{queue}/failures/retry?error=  GET: confirmation; POST: retry the group
 //	/assets/{file}                  the embedded style sheet and script
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/")
@@ -195,6 +197,14 @@ func (h *Handler) routeQueue(w http.ResponseWriter, r *http.Request, seg []strin
 		if h.allow(w, r, http.MethodGet) {
 			h.queuePage(w, r, seg, q)
 		}
+	case len(seg) == 3 && seg[2] == "failures":
+		if h.allow(w, r, http.MethodGet) {
+			h.failuresPage(w, r, seg, q)
+		}
+	case len(seg) == 4 && seg[2] == "failures" && seg[3] == "retry":
+		h.routeAction(w, r, seg,
+			func() { h.confirmGroupPage(w, r, seg, q) },
+			func() { h.actGroup(w, r, seg, q) })
 	case len(seg) == 3:
 		a, ok := actions[seg[2]]
 		if !ok {

@@ -464,7 +464,7 @@ func TestListScheduledBound(t *testing.T) {
 		{50, 10, nil, 0},           // nothing after the last one
 	}
 	for _, tt := range tests {
-		recs, resume, err := listScheduled(t.Context(), q, tt.after, tt.limit, testNow, scanBound{pages: 3, size: 10})
+		recs, resume, err := listScheduled(t.Context(), q, skipjack.ListParams{}, tt.after, tt.limit, testNow, scanBound{pages: 3, size: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,8 @@ type fakeQueue struct {
 	cancels []int64
 	// activity is what Activity returns (those at or after since).
 	activity []skipjack.ActivityMinute
+	// schedules is what Schedules returns.
+	schedules []skipjack.ScheduleInfo
 }
 
 // newFakeQueue returns a queue with n jobs: ids 1..n, job 1 failed with two
@@ -187,6 +189,12 @@ func (q *fakeQueue) Activity(_ context.Context, since time.Time) ([]skipjack.Act
 		}
 	}
 	return out, nil
+}
+
+func (q *fakeQueue) Schedules(context.Context) ([]skipjack.ScheduleInfo, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.schedules), q.err
 }
 
 // FailureGroups groups the failed jobs by their last error as it is (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,8 +19,12 @@ const statsParallelism = 4
 type queueRow struct {
 	Name  string
 	Stats skipjack.Stats
-	// Completed and Failed count the jobs finished in the last hour.
+	// Completed and Failed count the jobs finished in the last hour, as
+	// the workers recorded them (so also where completed jobs are deleted).
 	Completed, Failed int64
+	// Activity is what the queue's workers recorded per minute over the
+	// last day (activitySpan).
+	Activity []skipjack.ActivityMinute
 	// Err says why the figures are missing, or is "".
 	Err string
 }
@@ -28,12 +33,25 @@ type queueRow struct {
 type overviewData struct {
 	Rows  []queueRow
 	Total queueRow
+	// Chart is the activity of all queues together.
+	Chart chart
 }
 
 // overview serves the page of all queues.
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, seg []string) {
 	rows, at := h.overviewRows(r.Context())
 	d := overviewData{Rows: rows}
+	rng, ok := rangeNamed(r.URL.Query().Get("range"))
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusBadRequest
+	}
+	acts := make([][]skipjack.ActivityMinute, 0, len(rows))
+	for _, row := range rows {
+		acts = append(acts, row.Activity)
+	}
+	d.Chart = newChart("all", sumActivity(acts...), rng, at)
+	d.Chart.Ranges = rangeLinks(baseOf(seg), rng)
 	for _, row := range rows {
 		d.Total.Stats.Pending += row.Stats.Pending
 		d.Total.Stats.Scheduled += row.Stats.Scheduled
@@ -46,7 +64,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, seg []string)
 	}
 	p := h.newPage(seg, "Queues", at)
 	p.Data = d
-	h.render(w, r, http.StatusOK, "overview", p)
+	h.render(w, r, status, "overview", p)
 }
 
 // overviewMaxAge is how long requests share the overview's figures: any
@@ -103,11 +121,28 @@ func (h *Handler) queueRow(ctx context.Context, name string, now time.Time) queu
 		return row
 	}
 	row.Stats = st
-	row.Completed, row.Failed, err = q.Finished(ctx, now.Add(-time.Hour))
+	row.Activity, err = q.Activity(ctx, now.Add(-activitySpan))
 	if err != nil {
-		row.Err = h.failed(ctx, "finished", name, err)
+		row.Err = h.failed(ctx, "activity", name, err)
+		return row
 	}
+	hour := sinceActivity(row.Activity, now.Add(-time.Hour))
+	row.Completed, row.Failed = hour.Completed, hour.Failed
 	return row
+}
+
+// rangeLinks are the links from a page's charts to its other ranges: base
+// (the page's own path relative to itself) with ?range=.
+func rangeLinks(base string, current chartRange) []rangeLink {
+	var links []rangeLink
+	for i, r := range chartRanges {
+		u := base
+		if i > 0 {
+			u += "?range=" + r.Name
+		}
+		links = append(links, rangeLink{Label: capitalize(strings.SplitN(r.Label, ",", 2)[0]), URL: u, Current: r.Name == current.Name})
+	}
+	return links
 }
 
 // failed logs a failed database call and returns the text to show for it.

@@ -34,12 +34,13 @@ type scanBound struct{ pages, size int }
 var scheduledScan = scanBound{pages: 10, size: 1000}
 
 // listScheduled returns up to limit pending jobs with ids above after
-// whose run_at is after now, in id order, reading at most scan. When it
+// whose run_at is after now and that filter's Payload and ErrorGroup
+// select, in id order, reading at most scan. When it
 // stopped at that bound with fewer, resume is the last id it read
 // (continue after it); otherwise 0.
-func listScheduled(ctx context.Context, q skipjack.QueueAdmin, after int64, limit int, now time.Time, scan scanBound) (recs []*skipjack.Record[json.RawMessage], resume int64, err error) {
+func listScheduled(ctx context.Context, q skipjack.QueueAdmin, filter skipjack.ListParams, after int64, limit int, now time.Time, scan scanBound) (recs []*skipjack.Record[json.RawMessage], resume int64, err error) {
 	for range scan.pages {
-		page, err := q.List(ctx, skipjack.ListParams{State: skipjack.StatePending, AfterID: after, Limit: scan.size})
+		page, err := q.List(ctx, skipjack.ListParams{State: skipjack.StatePending, AfterID: after, Limit: scan.size, Payload: filter.Payload, ErrorGroup: filter.ErrorGroup})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -96,6 +97,19 @@ type queueData struct {
 	FindError string
 	// Bulk are the actions on all jobs of the page they apply to.
 	Bulk []actionLink
+	// Chart is the queue's activity.
+	Chart chart
+	// Filter narrows the jobs; Where is its first condition as the form
+	// shows it, FilterText the conditions in a sentence.
+	Filter      listFilter
+	Where       string
+	WhereText   string
+	FilterError string
+	ClearURL    string
+	FailuresURL string
+	// Schedules are the queue's periodic jobs.
+	Schedules    []skipjack.ScheduleInfo
+	SchedulesErr string
 }
 
 // queuePage serves one queue's jobs: a page of at most PageSize jobs in id
@@ -142,7 +156,26 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 			}
 		}
 	}
+	for _, w := range query["where"] {
+		if w = strings.TrimSpace(w); w != "" {
+			d.Filter.Where = append(d.Filter.Where, w)
+		}
+	}
+	d.Filter.Error = query.Get("error")
+	payload, err := payloadFilter(d.Filter.Where)
+	if err != nil {
+		status = http.StatusBadRequest
+		d.FilterError = err.Error()
+		d.Filter.Where = nil
+	}
+	if len(d.Filter.Where) > 0 {
+		d.Where, d.WhereText = d.Filter.Where[0], whereText(d.Filter.Where)
+	}
 	base := baseOf(seg)
+	d.FailuresURL = base + failuresPath(name)
+	if d.Filter.active() {
+		d.ClearURL = base + queuePath(name, d.State, 0)
+	}
 	if st, err := q.Stats(ctx); err != nil {
 		d.StatsErr = h.failed(ctx, "stats", name, err)
 	} else {
@@ -155,15 +188,33 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		}
 		d.Tabs = append(d.Tabs, t)
 	}
+	if d.Schedules, err = q.Schedules(ctx); err != nil {
+		d.SchedulesErr = h.failed(ctx, "schedules", name, err)
+	}
+	rng, ok := rangeNamed(query.Get("range"))
+	if !ok {
+		status = http.StatusBadRequest
+	}
+	if mins, err := q.Activity(ctx, now.Add(-activitySpan)); err != nil {
+		d.Chart = chart{ID: "queue", Range: rng, Err: h.failed(ctx, "activity", name, err)}
+	} else {
+		d.Chart = newChart("queue", mins, rng, now)
+	}
+	d.Chart.Ranges = rangeLinks(base+queuePath(name, "", 0), rng)
 	if d.ListErr == "" {
 		// One more than a page tells whether a next page exists.
 		var recs []*skipjack.Record[json.RawMessage]
 		var resume int64
 		var err error
-		if d.State == stateScheduled {
-			recs, resume, err = listScheduled(ctx, q, d.After, h.cfg.PageSize+1, now, scheduledScan)
-		} else {
-			recs, err = q.List(ctx, skipjack.ListParams{State: d.State, AfterID: d.After, Limit: h.cfg.PageSize + 1})
+		filter := skipjack.ListParams{State: d.State, AfterID: d.After, Payload: payload, ErrorGroup: d.Filter.Error}
+		switch {
+		case d.State == stateScheduled:
+			recs, resume, err = listScheduled(ctx, q, filter, d.After, h.cfg.PageSize+1, now, scheduledScan)
+		case d.Filter.active():
+			recs, resume, err = listFiltered(ctx, q, filter, h.cfg.PageSize+1, filterScan)
+		default:
+			filter.Limit = h.cfg.PageSize + 1
+			recs, err = q.List(ctx, filter)
 		}
 		if err != nil {
 			status = http.StatusInternalServerError
@@ -172,9 +223,9 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		switch {
 		case len(recs) > h.cfg.PageSize:
 			recs = recs[:h.cfg.PageSize]
-			d.NextURL = base + queuePath(name, d.State, recs[len(recs)-1].ID)
+			d.NextURL = base + listPath(name, d.State, recs[len(recs)-1].ID, d.Filter)
 		case resume > 0:
-			d.NextURL = base + queuePath(name, d.State, resume)
+			d.NextURL = base + listPath(name, d.State, resume, d.Filter)
 		}
 		for _, rec := range recs {
 			d.Jobs = append(d.Jobs, newJobRow(base, name, rec, now))
@@ -184,7 +235,7 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		}
 	}
 	if d.After > 0 {
-		d.FirstURL = base + queuePath(name, d.State, 0)
+		d.FirstURL = base + listPath(name, d.State, 0, d.Filter)
 	}
 	p := h.newPage(seg, "Queue "+name, now)
 	p.Crumbs = []crumb{{Label: name}}
@@ -254,6 +305,11 @@ func displayState(rec *skipjack.Record[json.RawMessage], now time.Time) string {
 
 // queuePath is the path of a queue page, relative to the mount point.
 func queuePath(queue, state string, after int64) string {
+	return listPath(queue, state, after, listFilter{})
+}
+
+// listPath is the path of a queue page of jobs that filter selects.
+func listPath(queue, state string, after int64, filter listFilter) string {
 	p := "queues/" + url.PathEscape(queue)
 	var qs []string
 	if state != "" {
@@ -261,6 +317,11 @@ func queuePath(queue, state string, after int64) string {
 	}
 	if after > 0 {
 		qs = append(qs, "after="+strconv.FormatInt(after, 10))
+	}
+	v := url.Values{}
+	filter.values(v)
+	if len(v) > 0 {
+		qs = append(qs, v.Encode())
 	}
 	if len(qs) > 0 {
 		p += "?" + strings.Join(qs, "&")

@@ -48,7 +48,7 @@ var assetVersion = func() string {
 }()
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "error"}
+var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "confirmgroup", "failures", "error"}
 
 // views holds the parsed page templates.
 type views struct {
@@ -59,7 +59,7 @@ type views struct {
 func parseViews() (*views, error) {
 	v := &views{pages: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/charts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: parse %s template: %w", name, err)
 		}
@@ -74,6 +74,8 @@ var funcs = template.FuncMap{
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"dur": formatDuration,
 	"ms":  func(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond },
+	// f1 writes an SVG coordinate with one decimal.
+	"f1": func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	// queuePath is the first page of a queue's jobs in a state.
 	"queuePath": func(queue, state string) string { return queuePath(queue, state, 0) },
 	"title":     stateTitle,

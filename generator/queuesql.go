@@ -18,6 +18,8 @@ type QueueSQL struct {
 	// Queries is the sqlc query file: "-- name: Name :kind" sections whose
 	// parameters are written sqlc.arg(name).
 	Queries string
+	// Schedules are the queue's periodic jobs, as the YAML declares them.
+	Schedules []config.Schedule
 }
 
 // QueueSQLs returns the SQL of every live queue of cfg, in YAML order.
@@ -29,7 +31,7 @@ func QueueSQLs(cfg *config.Config) ([]QueueSQL, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text})
+		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule})
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ package queries
 import (
 	"embed"
 	"fmt"
-	"strconv"
 	"strings"
 	"text/template"
 
@@ -54,14 +53,15 @@ type Queue struct {
 	Counts string
 }
 
-// WaitBounds is the SQL array of the wait histogram's bucket bounds in
-// milliseconds (schema.WaitBoundsMS), for width_bucket.
-func (Queue) WaitBounds() string {
-	parts := make([]string, len(schema.WaitBoundsMS))
-	for i, b := range schema.WaitBoundsMS {
-		parts[i] = strconv.FormatInt(b, 10)
+// WaitSum is the SQL array that adds the wait histogram of the row being
+// inserted (EXCLUDED) to that of the counts row it conflicts with (k),
+// element by element.
+func (q Queue) WaitSum() string {
+	parts := make([]string, q.WaitBuckets()+1)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`k."waits"[%d] + EXCLUDED."waits"[%d]`, i+1, i+1)
 	}
-	return "'{" + strings.Join(parts, ",") + "}'::float8[]"
+	return "ARRAY[" + strings.Join(parts, ", ") + "]"
 }
 
 // WaitBuckets is the index of the wait histogram's last bucket (the

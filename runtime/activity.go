@@ -1,6 +1,9 @@
 package skipjack
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ActivityMinute is what the workers of one queue recorded in one minute,
 // as the statements that acknowledge and resolve jobs count it in the
@@ -95,3 +98,29 @@ type FailureGroup struct {
 // FailureGroupsScan is how many of a queue's most recently failed jobs
 // FailureGroups reads, so that grouping never scans a large history.
 const FailureGroupsScan = 10_000
+
+// ScheduleInfo describes one periodic job of a queue, as its YAML
+// schedule: declares it.
+type ScheduleInfo struct {
+	// Spec is the schedule as written: "0 6 * * 1", "@hourly", "@every
+	// 30s".
+	Spec string `json:"spec"`
+	// Timezone is the zone the cron fields are read in.
+	Timezone string `json:"timezone"`
+	// Payload is the payload of the jobs it inserts.
+	Payload json.RawMessage `json:"payload"`
+	// Missed is "skip" or "once": what happens to slots missed while no
+	// worker ran.
+	Missed string `json:"missed"`
+	// Last is the last slot a worker inserted, or nil.
+	Last *time.Time `json:"last"`
+	// Next are the next slots, soonest first.
+	Next []time.Time `json:"next"`
+	// Err says why the schedule cannot run (a time zone that does not
+	// load), or is "".
+	Err string `json:"error,omitempty"`
+}
+
+// ScheduleSlotsShown is how many upcoming slots QueueAdmin.Schedules
+// lists per schedule.
+const ScheduleSlotsShown = 3

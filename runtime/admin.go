@@ -107,6 +107,9 @@ type QueueAdmin interface {
 	// failed jobs by their normalised last error and returns up to limit
 	// groups, largest first.
 	FailureGroups(ctx context.Context, limit int) ([]FailureGroup, error)
+	// Schedules describes the queue's periodic jobs with their last and
+	// next slots.
+	Schedules(ctx context.Context) ([]ScheduleInfo, error)
 	// Get returns one job, or an error matching ErrNotFound.
 	Get(ctx context.Context, id int64) (*Record[json.RawMessage], error)
 	// List returns a page of jobs in id order.

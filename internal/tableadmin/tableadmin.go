@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/robfig/cron/v3"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 
 	"github.com/skipjack-dev/skipjack/generator"
 )
@@ -42,6 +44,8 @@ type Admin struct {
 	// parameters; params to its parameter names in $n order.
 	sql    map[string]string
 	params map[string][]string
+	// schedules are the queue's periodic jobs, as its workers run them.
+	schedules []skipjackimpl.Schedule
 }
 
 var _ skipjack.QueueAdmin = (*Admin)(nil)
@@ -56,6 +60,20 @@ func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 			return nil, fmt.Errorf("queue %s: the rendered queries lack %s", q.Name, name)
 		}
 		a.sql[name], a.params[name] = positional(text)
+	}
+	for i, sc := range q.Schedules {
+		if sc.Every > 0 {
+			a.schedules = append(a.schedules, skipjackimpl.EverySchedule(i, sc.Every, sc.PayloadJSON, sc.Missed))
+		} else {
+			a.schedules = append(a.schedules, skipjackimpl.CronSchedule(i, sc.Cron, sc.Timezone, cron.ParseStandard, sc.PayloadJSON, sc.Missed))
+		}
+	}
+	if len(a.schedules) > 0 {
+		text, ok := sections["LastSlot"]
+		if !ok {
+			return nil, fmt.Errorf("queue %s: the rendered queries lack LastSlot", q.Name)
+		}
+		a.sql["LastSlot"], a.params["LastSlot"] = positional(text)
 	}
 	return a, nil
 }
@@ -258,6 +276,22 @@ func (a *Admin) FailureGroups(ctx context.Context, limit int) ([]skipjack.Failur
 	}
 	if err := rows.Err(); err != nil {
 		return nil, a.wrap(err)
+	}
+	return out, nil
+}
+
+// Schedules describes the queue's periodic jobs with their last and next
+// slots.
+func (a *Admin) Schedules(ctx context.Context) ([]skipjack.ScheduleInfo, error) {
+	now := time.Now()
+	var out []skipjack.ScheduleInfo
+	for _, s := range a.schedules {
+		var last time.Time
+		err := a.db.QueryRow(ctx, a.sql["LastSlot"], a.args("LastSlot", map[string]any{"schedule": int32(s.Index)})...).Scan(&last)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, a.wrap(err)
+		}
+		out = append(out, s.Info(last, now, skipjack.ScheduleSlotsShown))
 	}
 	return out, nil
 }

@@ -132,7 +132,10 @@ func (r *runner[T]) flush(ctx context.Context) error {
 // match either are no longer this attempt's.
 func (r *runner[T]) complete(ctx context.Context, acks []*entry[T]) ([]int64, error) {
 	ids, claims := idsAndClaims(acks)
-	matched, err := r.store.Complete(ctx, ids, claims, startAges(acks, ids))
+	waits := waitHistogram(&r.clock, acks)
+	sent := time.Now()
+	matched, dbNow, err := r.store.Complete(ctx, ids, claims, waits)
+	r.clock.observe(sent, time.Now(), dbNow)
 	if err != nil || len(matched) == len(ids) {
 		return matched, err
 	}
@@ -146,31 +149,13 @@ func (r *runner[T]) complete(ctx context.Context, acks []*entry[T]) ([]int64, er
 			rest = append(rest, e)
 		}
 	}
+	// The first statement counted the waits of the whole batch.
 	ids, claims = idsAndClaims(rest)
-	again, err := r.store.Complete(ctx, ids, claims, startAges(rest, ids))
+	again, _, err := r.store.Complete(ctx, ids, claims, make([]int64, len(waits)))
 	if err != nil {
 		return matched, err
 	}
 	return append(matched, again...), nil
-}
-
-// startAges returns, in the order of ids (those of es), how long ago the
-// handler of each job started: the statement subtracts it from its own
-// clock, so the wait it counts (start minus run_at) is measured on the
-// database's clock alone, whatever the skew of this process's clock.
-func startAges[T any](es []*entry[T], ids []int64) []time.Duration {
-	now := time.Now()
-	started := make(map[int64]time.Time, len(es))
-	for _, e := range es {
-		started[e.row.ID] = e.startedAt
-	}
-	ages := make([]time.Duration, len(ids))
-	for i, id := range ids {
-		if t := started[id]; !t.IsZero() {
-			ages[i] = now.Sub(t)
-		}
-	}
-	return ages
 }
 
 // unstorable is the error message written instead of one that Postgres

@@ -32,6 +32,9 @@ type StatsRow interface {
 	}
 }
 
+// CompleteRow is the shape of the rows of a queue's Complete query.
+type CompleteRow interface{ ~completeRow }
+
 // ActivityRow is the shape of the rows of a queue's Activity query.
 type ActivityRow interface{ ~activityRow }
 
@@ -50,13 +53,13 @@ type CopyAtRow interface{ ~copyAtRow }
 // positional). The type parameters are the queue's own row types; their
 // shapes are fixed by the constraints above, so the runtime converts them
 // once, here, for every queue.
-type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow] interface {
+type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow, K CompleteRow] interface {
 	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
 	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
 	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
 	Now(ctx context.Context, delay time.Duration) (time.Time, error)
 	Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]C, error)
-	Complete(ctx context.Context, ids []int64, claims []int32, ages []time.Duration) ([]int64, error)
+	Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]K, error)
 	CompleteOne(ctx context.Context, id int64, claim int32) (int64, error)
 	Resolve(ctx context.Context, ids []int64, claims []int32, outcomes []string, delays []time.Duration, messages []string) ([]int64, error)
 	Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) ([]H, error)
@@ -115,11 +118,11 @@ type queries interface {
 }
 
 // binding adapts one queue's sqlc Queries to queries.
-type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow] struct {
-	q Queries[C, H, G, L, S, E, A, V, F]
+type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow, K CompleteRow] struct {
+	q Queries[C, H, G, L, S, E, A, V, F, K]
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
 	if err != nil {
 		return nil, err
@@ -131,11 +134,21 @@ func (b binding[C, H, G, L, S, E, A, V, F]) Claim(ctx context.Context, limit int
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Complete(ctx context.Context, ids []int64, claims []int32, ages []time.Duration) ([]int64, error) {
-	return b.q.Complete(ctx, ids, claims, ages)
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]int64, time.Time, error) {
+	rows, err := b.q.Complete(ctx, ids, claims, waits)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	matched := make([]int64, len(rows))
+	var at time.Time
+	for i, row := range rows {
+		r := completeRow(row)
+		matched[i], at = r.ID, r.At
+	}
+	return matched, at, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
 	ids := make([]int64, len(rs))
 	claims := make([]int32, len(rs))
 	outcomes := make([]string, len(rs))
@@ -147,7 +160,7 @@ func (b binding[C, H, G, L, S, E, A, V, F]) Resolve(ctx context.Context, rs []Re
 	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
 	rows, err := b.q.Heartbeat(ctx, ids, claims, lease)
 	if err != nil {
 		return nil, nil, err
@@ -163,23 +176,23 @@ func (b binding[C, H, G, L, S, E, A, V, F]) Heartbeat(ctx context.Context, ids [
 	return alive, cancelled, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
 	return b.q.Release(ctx, ids, claims)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Rescue(ctx context.Context, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Rescue(ctx context.Context, limit int) (int64, error) {
 	return b.q.Rescue(ctx, int32(limit))
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Live(ctx context.Context, worker string, lease time.Duration) error {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Live(ctx context.Context, worker string, lease time.Duration) error {
 	return b.q.Live(ctx, worker, lease)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Gone(ctx context.Context, worker string) error {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Gone(ctx context.Context, worker string) error {
 	return b.q.Gone(ctx, worker)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
 	var n int64
 	if completedAge > 0 {
 		c, err := b.q.PruneCompleted(ctx, completedAge, int32(limit))
@@ -198,7 +211,7 @@ func (b binding[C, H, G, L, S, E, A, V, F]) Prune(ctx context.Context, completed
 	return n, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace)
 }
 
@@ -219,7 +232,7 @@ type (
 	}
 )
 
-func (b binding[C, H, G, L, S, E, A, V, F]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
 	if runAt == nil {
 		rows := make([]E, len(payloads))
 		for i, p := range payloads {
@@ -234,15 +247,15 @@ func (b binding[C, H, G, L, S, E, A, V, F]) enqueueCopy(ctx context.Context, pay
 	return b.q.EnqueueCopyAt(ctx, rows)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
 	return b.q.Now(ctx, delay)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
 	return b.q.CompleteOne(ctx, id, claim)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) stats(ctx context.Context) (skipjack.Stats, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) stats(ctx context.Context) (skipjack.Stats, error) {
 	s, err := b.q.Stats(ctx)
 	if err != nil {
 		return skipjack.Stats{}, err
@@ -250,11 +263,11 @@ func (b binding[C, H, G, L, S, E, A, V, F]) stats(ctx context.Context) (skipjack
 	return skipjack.Stats(s), nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
 	return b.q.CountFinished(ctx, state, since)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
 	row, err := b.q.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -262,7 +275,7 @@ func (b binding[C, H, G, L, S, E, A, V, F]) get(ctx context.Context, id int64) (
 	return record(recordRow(row)), nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
 	payload := "{}"
 	if p.Payload != "" {
 		payload = p.Payload
@@ -278,7 +291,7 @@ func (b binding[C, H, G, L, S, E, A, V, F]) list(ctx context.Context, p skipjack
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
 	rows, err := b.q.FailureGroups(ctx, int32(limit), skipjack.FailureGroupsScan)
 	if err != nil {
 		return nil, err
@@ -293,7 +306,7 @@ func (b binding[C, H, G, L, S, E, A, V, F]) failureGroups(ctx context.Context, l
 
 // activity sums the rows of the counts table (one per minute and worker)
 // per minute.
-func (b binding[C, H, G, L, S, E, A, V, F]) activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
 	rows, err := b.q.Activity(ctx, since)
 	if err != nil {
 		return nil, err
@@ -313,25 +326,25 @@ func (b binding[C, H, G, L, S, E, A, V, F]) activity(ctx context.Context, since 
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) retry(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) retry(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Retry(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) cancel(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) cancel(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Cancel(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) unique() uniqueQueries {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) unique() uniqueQueries {
 	u, _ := b.q.(uniqueQueries)
 	return u
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) quiet() quietQueries {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) quiet() quietQueries {
 	q, _ := b.q.(quietQueries)
 	return q
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F]) slots() slotQueries {
+func (b binding[C, H, G, L, S, E, A, V, F, K]) slots() slotQueries {
 	s, _ := b.q.(slotQueries)
 	return s
 }
@@ -340,6 +353,13 @@ func (b binding[C, H, G, L, S, E, A, V, F]) slots() slotQueries {
 type heartbeatRow = struct {
 	ID              int64
 	CancelRequested bool
+}
+
+// completeRow is the shape of CompleteRow: an acknowledged job and the
+// database clock of the statement.
+type completeRow = struct {
+	ID int64
+	At time.Time
 }
 
 // activityRow is the shape of ActivityRow.

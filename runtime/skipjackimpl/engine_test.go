@@ -53,7 +53,7 @@ func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ strin
 	return rows, nil
 }
 
-func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32, _ []time.Duration) ([]int64, error) {
+func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32, _ []int64) ([]int64, time.Time, error) {
 	if f.completeCall != nil {
 		select {
 		case f.completeCall <- struct{}{}:
@@ -64,20 +64,20 @@ func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32, _ []ti
 		select {
 		case <-f.block:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failCompletes > 0 {
 		f.failCompletes--
-		return nil, errors.New("connection reset")
+		return nil, time.Time{}, errors.New("connection reset")
 	}
 	f.acked += len(ids)
 	if !f.discardAcks {
 		f.completes = append(f.completes, slices.Clone(ids))
 	}
-	return ids, nil
+	return ids, time.Now(), nil
 }
 
 func (f *fakeStore) Resolve(_ context.Context, rs []Resolution) ([]int64, error) {

@@ -19,7 +19,7 @@ type statsShape struct {
 // fakeQueries has the method set of a queue's sqlc Queries (calling any
 // method panics); NewQueue only inspects it.
 type fakeQueries struct {
-	Queries[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, activityRow, failureGroupRow]
+	Queries[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, activityRow, failureGroupRow, completeRow]
 	db any
 }
 
@@ -42,7 +42,7 @@ func TestNewQueueBindsSqlcNew(t *testing.T) {
 		got = append(got, db)
 		return &fakeQueries{db: db}
 	})
-	b := q.bind(nil).(binding[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, activityRow, failureGroupRow])
+	b := q.bind(nil).(binding[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, activityRow, failureGroupRow, completeRow])
 	if db := b.q.(*fakeQueries).db; db != nil {
 		t.Errorf("bind(nil) gave New %v, want nil", db)
 	}

@@ -2,11 +2,13 @@ package skipjackimpl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // Schedule is one periodic job of a queue. Its slots are the same in every
@@ -29,6 +31,10 @@ type Schedule struct {
 	// Missed is "skip" (after downtime only the next slot runs) or "once"
 	// (one job runs for the missed slots).
 	Missed string
+	// Spec is the schedule as the YAML writes it ("0 6 * * 1", "@every
+	// 30s") and Timezone the zone its cron fields are read in, for
+	// display.
+	Spec, Timezone string
 }
 
 // CronSchedule builds a cron schedule from the expression and time zone
@@ -41,7 +47,7 @@ type Schedule struct {
 // later as the clock jumped (03:30), and a time the clock passes twice
 // (01:30 on the night it falls back) runs once, at its first occurrence.
 func CronSchedule[S interface{ Next(time.Time) time.Time }](index int, expr, timezone string, parse func(string) (S, error), payload, missed string) Schedule {
-	s := Schedule{Index: index, Payload: payload, Missed: missed}
+	s := Schedule{Index: index, Payload: payload, Missed: missed, Spec: expr, Timezone: timezone}
 	loc, err := time.LoadLocation(timezone)
 	if err != nil {
 		s.Err = fmt.Errorf("schedule %d (%q in %s): %w", index, expr, timezone, err)
@@ -105,7 +111,39 @@ func inZone(w time.Time, loc *time.Location) time.Time {
 
 // EverySchedule builds an "@every d" schedule.
 func EverySchedule(index int, every time.Duration, payload, missed string) Schedule {
-	return Schedule{Index: index, Every: every, Payload: payload, Missed: missed}
+	return Schedule{Index: index, Every: every, Payload: payload, Missed: missed, Spec: "@every " + every.String(), Timezone: "UTC"}
+}
+
+// NextSlots returns the first n slots of s after t (fewer when a cron
+// schedule has no more), or none when s could not be parsed.
+func (s Schedule) NextSlots(t time.Time, n int) []time.Time {
+	if s.Err != nil {
+		return nil
+	}
+	var out []time.Time
+	for range n {
+		if t = s.after(t); t.IsZero() {
+			break
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Info describes s for the dashboard: its spec, payload, the last slot
+// inserted (last, or zero when none) and the next n slots after now.
+func (s Schedule) Info(last, now time.Time, n int) skipjack.ScheduleInfo {
+	info := skipjack.ScheduleInfo{
+		Spec: s.Spec, Timezone: s.Timezone, Payload: json.RawMessage(s.Payload), Missed: s.Missed,
+		Next: s.NextSlots(now, n),
+	}
+	if !last.IsZero() {
+		info.Last = &last
+	}
+	if s.Err != nil {
+		info.Err = s.Err.Error()
+	}
+	return info
 }
 
 // after returns the first slot strictly after t.

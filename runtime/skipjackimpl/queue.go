@@ -37,7 +37,7 @@ type Queue[P any] struct {
 // unique key or schedules but the queries lack the methods (with the
 // signatures) the runtime calls for them, which would otherwise turn those
 // features off silently.
-func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, V, F], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
+func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, V, F, K], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow, K CompleteRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
 	if d := reflect.TypeFor[D](); d.Kind() != reflect.Interface || !reflect.TypeFor[DBTX]().Implements(d) {
 		panic(fmt.Sprintf("skipjack: queue %s: its generated queries run on %v, which skipjack.DBTX does not satisfy; regenerate it with a matching skipjack", spec.Name, d))
 	}
@@ -53,7 +53,7 @@ func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, V, F], C ClaimRow, H Hear
 		spec: spec.withDefaults(),
 		bind: func(db DBTX) queries {
 			d, _ := db.(D) // fails only for a nil db, which stays nil
-			return binding[C, H, G, L, S, E, A, V, F]{q: newQueries(d)}
+			return binding[C, H, G, L, S, E, A, V, F, K]{q: newQueries(d)}
 		},
 	}
 }
@@ -380,6 +380,23 @@ func (a admin[P]) FailureGroups(ctx context.Context, limit int) ([]skipjack.Fail
 	out, err := a.q.bind(a.db).failureGroups(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("failure groups of %s: %w", a.q.spec.Name, err)
+	}
+	return out, nil
+}
+
+func (a admin[P]) Schedules(ctx context.Context) ([]skipjack.ScheduleInfo, error) {
+	if len(a.q.spec.Schedules) == 0 {
+		return nil, nil
+	}
+	slots := a.q.bind(a.db).slots()
+	now := time.Now()
+	out := make([]skipjack.ScheduleInfo, 0, len(a.q.spec.Schedules))
+	for _, s := range a.q.spec.Schedules {
+		last, err := slots.LastSlot(ctx, int32(s.Index))
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("schedules of %s: last slot: %w", a.q.spec.Name, err)
+		}
+		out = append(out, s.Info(last, now, skipjack.ScheduleSlotsShown))
 	}
 	return out, nil
 }

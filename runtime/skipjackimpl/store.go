@@ -96,9 +96,11 @@ type store interface {
 	Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error)
 	// Complete acknowledges completed jobs (deleting them or marking them
 	// completed, per the queue's retention) and returns the ids it matched.
-	// It counts them in the schema's counts table, with how long each job
-	// waited: ages[i] is how long ago the handler of job ids[i] started.
-	Complete(ctx context.Context, ids []int64, claims []int32, ages []time.Duration) ([]int64, error)
+	// It counts them in the schema's counts table, adding waits (a
+	// histogram over skipjack.WaitBounds of how long the jobs waited from
+	// run_at until their handlers started) to the row of this worker and
+	// minute, and returns the database's clock when it matched any job.
+	Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) (matched []int64, dbNow time.Time, err error)
 	// Resolve applies retries, failures and snoozes and returns the ids it
 	// matched, counting the failures and retries in the counts table.
 	Resolve(ctx context.Context, rs []Resolution) ([]int64, error)

@@ -126,6 +126,7 @@ type runner[T any] struct {
 	maxHeld      int           // prefetched + running
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
+	clock        dbClock       // the database clock's skew, for counted waits (counts.go); flush loop only
 
 	mu           sync.Mutex
 	held         map[int64]*entry[T] // every job whose claim this run holds

@@ -45,7 +45,7 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
 
 -- name: Complete :many
--- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, with a histogram of how long the completed jobs waited from run_at until their handlers started (ages: how long ago each handler started).
+-- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, adding waits (the histogram of how long the batch's jobs waited from run_at until their handlers started, which the runtime computes) to it; each row carries the database clock, from which the runtime learns the skew of its own.
 WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims
     FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS x
@@ -54,7 +54,7 @@ WITH owned AS (
     WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
       AND t."state" = 'running' AND NOT t."cancel_requested"
-    RETURNING t."id", t."run_at", t."worker"
+    RETURNING t."id", t."worker"
 ), cancelled AS (
     UPDATE "skipjack"."demo" AS t
     SET "state" = 'failed', "finished_at" = now(), "lease_expires_at" = NULL,
@@ -68,29 +68,24 @@ WITH owned AS (
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
       AND t."state" = 'running' AND t."cancel_requested"
     RETURNING t."id", t."worker"
-), waited AS (
-    SELECT width_bucket((extract(epoch FROM now() - a.age - c."run_at") * 1000)::float8, '{1,2,5,10,20,50,100,200,500,1000,2000,5000,10000,20000,60000,120000,300000,600000,1800000,3600000}'::float8[]) AS bucket
-    FROM completed AS c
-    JOIN (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(ages)::interval[]) AS age) AS a ON a.id = c."id"
 ), counted AS (
     INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed", "failed", "waits")
     SELECT 'demo', date_trunc('minute', now()),
-           coalesce((SELECT min("worker") FROM completed), (SELECT min("worker") FROM cancelled), ''),
-           (SELECT count(*) FROM completed), (SELECT count(*) FROM cancelled),
-           ARRAY(SELECT count(w.bucket) FROM generate_series(0, 20) AS g(bucket) LEFT JOIN waited AS w ON w.bucket = g.bucket GROUP BY g.bucket ORDER BY g.bucket)
+           coalesce((SELECT "worker" FROM completed LIMIT 1), (SELECT "worker" FROM cancelled LIMIT 1), ''),
+           (SELECT count(*) FROM completed), (SELECT count(*) FROM cancelled), sqlc.arg(waits)::bigint[]
     WHERE EXISTS (SELECT 1 FROM completed) OR EXISTS (SELECT 1 FROM cancelled)
     ON CONFLICT ("queue", "minute", "worker") DO UPDATE
     SET "completed" = k."completed" + EXCLUDED."completed", "failed" = k."failed" + EXCLUDED."failed",
-        "waits" = ARRAY(SELECT k."waits"[i] + EXCLUDED."waits"[i] FROM generate_series(1, 20 + 1) AS i)
+        "waits" = ARRAY[k."waits"[1] + EXCLUDED."waits"[1], k."waits"[2] + EXCLUDED."waits"[2], k."waits"[3] + EXCLUDED."waits"[3], k."waits"[4] + EXCLUDED."waits"[4], k."waits"[5] + EXCLUDED."waits"[5], k."waits"[6] + EXCLUDED."waits"[6], k."waits"[7] + EXCLUDED."waits"[7], k."waits"[8] + EXCLUDED."waits"[8], k."waits"[9] + EXCLUDED."waits"[9], k."waits"[10] + EXCLUDED."waits"[10], k."waits"[11] + EXCLUDED."waits"[11], k."waits"[12] + EXCLUDED."waits"[12], k."waits"[13] + EXCLUDED."waits"[13], k."waits"[14] + EXCLUDED."waits"[14], k."waits"[15] + EXCLUDED."waits"[15], k."waits"[16] + EXCLUDED."waits"[16], k."waits"[17] + EXCLUDED."waits"[17], k."waits"[18] + EXCLUDED."waits"[18], k."waits"[19] + EXCLUDED."waits"[19], k."waits"[20] + EXCLUDED."waits"[20], k."waits"[21] + EXCLUDED."waits"[21]]
     RETURNING k."xmax" = 0 AS inserted
 ), pruned AS (
     -- The first write of a worker in a minute also deletes the queue's rows that are older than the charts read (a day) by an hour.
     DELETE FROM "skipjack"."_skipjack_counts"
     WHERE "queue" = 'demo' AND "minute" < now() - interval '25 hours' AND (SELECT bool_or(inserted) FROM counted)
 )
-SELECT "id" FROM completed
+SELECT "id", now()::timestamptz AS at FROM completed
 UNION ALL
-SELECT "id" FROM cancelled;
+SELECT "id", now()::timestamptz AS at FROM cancelled;
 
 -- name: CompleteOne :execrows
 -- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job.
