@@ -24,7 +24,7 @@ import (
 
 var (
 	screenshotDir = flag.String("screenshots", "testdata/screenshots", "folder the browser test writes its screenshots to")
-	updateDocs    = flag.Bool("update-docs", false, "also write the overview screenshot to ../docs/dashboard.png")
+	updateDocs    = flag.Bool("update-docs", false, "also write the overview screenshot with an hour of history to ../docs/dashboard.png")
 )
 
 // chromiumPath finds headless Chromium. Outside CI a missing browser skips
@@ -121,7 +121,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", p)
-	if *updateDocs && name == "1-overview" {
+	if *updateDocs && name == docsScreenshot {
 		if err := os.WriteFile(filepath.Join("..", "docs", "dashboard.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}

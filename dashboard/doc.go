@@ -6,6 +6,22 @@
 // themselves in place every few seconds with a few lines of embedded
 // JavaScript; no asset comes from a CDN, so the dashboard works offline.
 //
+// The overview and every queue page lead with charts of the last hour (per
+// minute) or day (per hour): jobs completed and failed, and how long jobs
+// waited from their run time until their handlers started (p50 and p95).
+// They are SVG drawn on the server, with their data in a table under them,
+// so they read without JavaScript and with a screen reader. The figures
+// come from the schema's counts table, which the statements that
+// acknowledge and resolve jobs write (QueueAdmin.Activity), so they cover
+// queues that delete jobs at ack.
+//
+// A queue's failures page groups its most recent failed jobs by their last
+// error, with numbers and ids folded ("account N not found"), links to
+// each group's jobs and, with actions enabled, retries a group after a
+// confirmation. Queue pages find jobs by payload field values (customer =
+// 42: a jsonb containment bound as a parameter, in bounded windows of the
+// primary key) and list the queue's periodic jobs with their next slots.
+//
 // It is its own module so that the runtime stays pgx-only, and it reads and
 // changes jobs only through the admin view every generated queue package
 // returns from its Admin function ([skipjack.QueueAdmin]): no SQL is ever

@@ -23,6 +23,7 @@ import (
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/resizeimage"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/sendemail"
+	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/syncaccount"
 )
 
 func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
@@ -43,9 +44,9 @@ func newDB(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-// admins returns the admin views of both test queues on db.
+// admins returns the admin views of the test queues on db.
 func admins(db skipjack.DBTX) []skipjack.QueueAdmin {
-	return []skipjack.QueueAdmin{sendemail.Admin(db), resizeimage.Admin(db)}
+	return []skipjack.QueueAdmin{sendemail.Admin(db), resizeimage.Admin(db), syncaccount.Admin(db)}
 }
 
 // waitFor polls cond until it holds, failing the test after 30s.

@@ -1,0 +1,116 @@
+package tableadmin_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
+
+	"github.com/skipjack-dev/skipjack/generator"
+	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/internal/tableadmin"
+)
+
+// TestInsights runs what the dashboard's second round reads through the
+// admin of skipjack ui (no generated code) on the send_digest queue of
+// golden/schedule: Activity sums the counts rows of several workers per
+// minute, FailureGroups folds numbers and ids, List filters by payload
+// field and by failure group, and Schedules lists both schedules with
+// their next slots.
+func TestInsights(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(filepath.Join("..", "..", "golden", "schedule", "skipjack.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := generator.QueueSQLs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := skipjacktest.NewPool(t)
+	up, err := os.ReadFile(filepath.Join("..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, pool, string(up))
+	exec(t, pool, `INSERT INTO skipjack.send_digest (payload, state, finished_at, errors) VALUES
+		('{"user_id": 1, "week": "w1"}', 'failed', now() - interval '3 minutes', '[{"error": "user 1 has no address"}]'),
+		('{"user_id": 2, "week": "w1"}', 'failed', now() - interval '2 minutes', '[{"error": "user 22 has no address"}]'),
+		('{"user_id": 3, "week": "w2"}', 'failed', now() - interval '1 minute', '[{"error": "smtp 550"}, {"error": "smtp timeout after 30s"}]'),
+		('{"user_id": 2, "week": "w2"}', 'pending', NULL, '[]');
+		INSERT INTO skipjack._skipjack_counts (queue, minute, worker, completed, failed, retried, waits) VALUES
+		('send_digest', date_trunc('minute', now()) - interval '2 minutes', 'a/1', 5, 1, 2, array_fill(0::bigint, ARRAY[21])),
+		('send_digest', date_trunc('minute', now()) - interval '2 minutes', 'b/1', 3, 0, 0, array_fill(1::bigint, ARRAY[21])),
+		('send_digest', date_trunc('minute', now()) - interval '1 minute', 'a/1', 4, 0, 0, array_fill(0::bigint, ARRAY[21])),
+		('refresh_cache', date_trunc('minute', now()) - interval '1 minute', 'a/1', 9, 9, 9, array_fill(0::bigint, ARRAY[21]))`)
+	var digest generator.QueueSQL
+	for _, q := range qs {
+		if q.Name == "send_digest" {
+			digest = q
+		}
+	}
+	a, err := tableadmin.New(digest, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	mins, err := a.Activity(ctx, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mins) != 2 || mins[0].Completed != 8 || mins[0].Failed != 1 || mins[0].Retried != 2 || mins[1].Completed != 4 {
+		t.Errorf("Activity = %+v; want two minutes, 8 completed, 1 failed, 2 retried, then 4 completed", mins)
+	}
+	if len(mins) > 0 && (len(mins[0].Waits) != len(skipjack.WaitBounds)+1 || mins[0].Waits[0] != 1) {
+		t.Errorf("first minute's waits = %v, want the two workers' histograms added", mins[0].Waits)
+	}
+
+	groups, err := a.FailureGroups(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 2 || groups[0].Error != "user N has no address" || groups[0].Jobs != 2 ||
+		groups[0].Example != "user 22 has no address" || groups[1].Error != "smtp timeout after Ns" {
+		t.Fatalf("FailureGroups = %+v; want user N has no address (2, latest user 22 ...), then smtp timeout after Ns", groups)
+	}
+
+	tests := []struct {
+		name string
+		p    skipjack.ListParams
+		want []int64
+	}{
+		{"payload field", skipjack.ListParams{Payload: `{"user_id": 2}`}, []int64{2, 4}},
+		{"payload and state", skipjack.ListParams{Payload: `{"user_id": 2}`, State: "pending"}, []int64{4}},
+		{"failure group", skipjack.ListParams{ErrorGroup: "user N has no address"}, []int64{1, 2}},
+		{"window", skipjack.ListParams{AfterID: 1, UntilID: 3}, []int64{2, 3}},
+	}
+	for _, tt := range tests {
+		recs, err := a.List(ctx, tt.p)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got []int64
+		for _, r := range recs {
+			got = append(got, r.ID)
+		}
+		if len(got) != len(tt.want) || (len(got) > 0 && (got[0] != tt.want[0] || got[len(got)-1] != tt.want[len(tt.want)-1])) {
+			t.Errorf("%s: List = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if _, err := a.List(ctx, skipjack.ListParams{Payload: `[1]`}); err == nil {
+		t.Errorf("List with a payload filter that is not an object: no error")
+	}
+
+	scheds, err := a.Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scheds) != 2 || scheds[0].Spec != "0 6 * * 1" || scheds[0].Timezone != "Europe/Berlin" || scheds[1].Spec != "@every 30s" ||
+		len(scheds[1].Next) != skipjack.ScheduleSlotsShown || !scheds[1].Next[1].Equal(scheds[1].Next[0].Add(30*time.Second)) || scheds[0].Last != nil {
+		t.Errorf("Schedules = %+v; want the cron and the @every schedule, 3 slots 30s apart, no slot inserted yet", scheds)
+	}
+}
