@@ -300,18 +300,23 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	if err := diags.err(); err != nil {
 		return nil, "", err
 	}
-	if needsWorkers(want.Tables) && !needsWorkers(last.Tables) {
-		// Layout 4's workers table, one per schema, first: a new table,
-		// which nothing reads or locks yet.
-		workers := tableStep{"", schema.Step{
-			Up:   []string{strings.TrimSuffix(schema.CreateWorkers(cfg.Schema), "\n")},
-			Down: []string{strings.TrimSuffix(schema.DropWorkers(cfg.Schema), "\n")},
-		}}
-		steps = append([]tableStep{workers}, steps...)
-		created = true
-		if len(last.Tables) > 0 {
-			changes = append(changes, "add_workers")
+	// The per-schema tables of layouts 4 (workers) and 5 (queues) come
+	// first: new tables, which nothing reads or locks yet.
+	var shared []tableStep
+	for _, t := range schemaTables {
+		if layoutAtLeast(want.Tables, t.layout) && !layoutAtLeast(last.Tables, t.layout) {
+			shared = append(shared, tableStep{"", schema.Step{
+				Up:   []string{strings.TrimSuffix(t.create(cfg.Schema), "\n")},
+				Down: []string{strings.TrimSuffix(t.drop(cfg.Schema), "\n")},
+			}})
+			if len(last.Tables) > 0 {
+				changes = append(changes, t.change)
+			}
 		}
+	}
+	if len(shared) > 0 {
+		steps = append(shared, steps...)
+		created = true
 	}
 	if len(steps) == 0 {
 		return nil, "", nil
@@ -330,11 +335,23 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	return units, name, nil
 }
 
-// needsWorkers reports whether any of tables is of layout 4 or later, whose
-// workers need the schema's workers table.
-func needsWorkers(tables []schema.Table) bool {
+// schemaTables are the tables a schema holds once for all its queues, by
+// the layout that added them, with the change name of the migration that
+// adds them to an existing schema.
+var schemaTables = []struct {
+	layout       int
+	change       string
+	create, drop func(schema string) string
+}{
+	{4, "add_workers", schema.CreateWorkers, schema.DropWorkers},
+	{5, "add_queues", schema.CreateQueues, schema.DropQueues},
+}
+
+// layoutAtLeast reports whether any of tables is of the given layout or
+// later.
+func layoutAtLeast(tables []schema.Table, layout int) bool {
 	for _, t := range tables {
-		if t.Layout >= 4 {
+		if t.Layout >= layout {
 			return true
 		}
 	}

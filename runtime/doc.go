@@ -18,7 +18,7 @@
 // name is skipjack. It depends on pgx/v5 and the standard library only.
 package skipjack
 
-// SupportPackageIsVersion4 is referenced by every package skipjack generates.
+// SupportPackageIsVersion5 is referenced by every package skipjack generates.
 // A generated package that fails to compile with "undefined:
 // skipjack.SupportPackageIsVersionN" needs a newer runtime than the one in
 // go.mod (run go get github.com/skipjack-dev/skipjack/runtime@latest), or was
@@ -26,6 +26,8 @@ package skipjack
 //
 // Version 3 added the trace column's parameters and result to the queries
 // a generated package binds; version 4 added the workers table's queries
-// (Live, Gone) and a rescue that consults it. This runtime cannot run
-// packages of version 3 or older.
-const SupportPackageIsVersion4 = true
+// (Live, Gone) and a rescue that consults it; version 5 added the queues
+// table's queries (Pause, Resume, Admit, Headroom), paused in Stats and the
+// claims of queues with limits or a serial key. This runtime cannot run
+// packages of version 4 or older.
+const SupportPackageIsVersion5 = true

@@ -29,8 +29,12 @@ type StatsRow interface {
 		Completed     int64
 		Failed        int64
 		OldestPending time.Duration
+		Paused        bool
 	}
 }
+
+// HeadroomRow is the shape of the row of a queue's Headroom query.
+type HeadroomRow interface{ ~headroom }
 
 // CopyRow is the shape of one row of a queue's EnqueueCopy.
 type CopyRow interface{ ~copyRow }
@@ -43,7 +47,7 @@ type CopyAtRow interface{ ~copyAtRow }
 // positional). The type parameters are the queue's own row types; their
 // shapes are fixed by the constraints above, so the runtime converts them
 // once, here, for every queue.
-type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] interface {
+type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow] interface {
 	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
 	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
 	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
@@ -65,6 +69,10 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	List(ctx context.Context, afterID int64, state string, max int32) ([]L, error)
 	Retry(ctx context.Context, ids []int64) (int64, error)
 	Cancel(ctx context.Context, ids []int64) (int64, error)
+	Admit(ctx context.Context) error
+	Headroom(ctx context.Context) (R, error)
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
 }
 
 // uniqueQueries are the extra queries of a queue with a unique key.
@@ -98,17 +106,19 @@ type queries interface {
 	list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error)
 	retry(ctx context.Context, ids []int64) (int64, error)
 	cancel(ctx context.Context, ids []int64) (int64, error)
+	pause(ctx context.Context) error
+	resume(ctx context.Context) error
 	unique() uniqueQueries
 	slots() slotQueries
 	quiet() quietQueries
 }
 
 // binding adapts one queue's sqlc Queries to queries.
-type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow] struct {
-	q Queries[C, H, G, L, S, E, A]
+type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow] struct {
+	q Queries[C, H, G, L, S, E, A, R]
 }
 
-func (b binding[C, H, G, L, S, E, A]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+func (b binding[C, H, G, L, S, E, A, R]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
 	if err != nil {
 		return nil, err
@@ -120,11 +130,11 @@ func (b binding[C, H, G, L, S, E, A]) Claim(ctx context.Context, limit int, leas
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) Complete(ctx context.Context, ids []int64, claims []int32) ([]int64, error) {
 	return b.q.Complete(ctx, ids, claims)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
 	ids := make([]int64, len(rs))
 	claims := make([]int32, len(rs))
 	outcomes := make([]string, len(rs))
@@ -136,7 +146,7 @@ func (b binding[C, H, G, L, S, E, A]) Resolve(ctx context.Context, rs []Resoluti
 	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
+func (b binding[C, H, G, L, S, E, A, R]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
 	rows, err := b.q.Heartbeat(ctx, ids, claims, lease)
 	if err != nil {
 		return nil, nil, err
@@ -152,23 +162,23 @@ func (b binding[C, H, G, L, S, E, A]) Heartbeat(ctx context.Context, ids []int64
 	return alive, cancelled, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
 	return b.q.Release(ctx, ids, claims)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Rescue(ctx context.Context, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) Rescue(ctx context.Context, limit int) (int64, error) {
 	return b.q.Rescue(ctx, int32(limit))
 }
 
-func (b binding[C, H, G, L, S, E, A]) Live(ctx context.Context, worker string, lease time.Duration) error {
+func (b binding[C, H, G, L, S, E, A, R]) Live(ctx context.Context, worker string, lease time.Duration) error {
 	return b.q.Live(ctx, worker, lease)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Gone(ctx context.Context, worker string) error {
+func (b binding[C, H, G, L, S, E, A, R]) Gone(ctx context.Context, worker string) error {
 	return b.q.Gone(ctx, worker)
 }
 
-func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
 	var n int64
 	if completedAge > 0 {
 		c, err := b.q.PruneCompleted(ctx, completedAge, int32(limit))
@@ -187,7 +197,7 @@ func (b binding[C, H, G, L, S, E, A]) Prune(ctx context.Context, completedAge, f
 	return n, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace)
 }
 
@@ -208,7 +218,7 @@ type (
 	}
 )
 
-func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
 	if runAt == nil {
 		rows := make([]E, len(payloads))
 		for i, p := range payloads {
@@ -223,15 +233,15 @@ func (b binding[C, H, G, L, S, E, A]) enqueueCopy(ctx context.Context, payloads 
 	return b.q.EnqueueCopyAt(ctx, rows)
 }
 
-func (b binding[C, H, G, L, S, E, A]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
+func (b binding[C, H, G, L, S, E, A, R]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
 	return b.q.Now(ctx, delay)
 }
 
-func (b binding[C, H, G, L, S, E, A]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
 	return b.q.CompleteOne(ctx, id, claim)
 }
 
-func (b binding[C, H, G, L, S, E, A]) stats(ctx context.Context) (skipjack.Stats, error) {
+func (b binding[C, H, G, L, S, E, A, R]) stats(ctx context.Context) (skipjack.Stats, error) {
 	s, err := b.q.Stats(ctx)
 	if err != nil {
 		return skipjack.Stats{}, err
@@ -239,11 +249,11 @@ func (b binding[C, H, G, L, S, E, A]) stats(ctx context.Context) (skipjack.Stats
 	return skipjack.Stats(s), nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
 	return b.q.CountFinished(ctx, state, since)
 }
 
-func (b binding[C, H, G, L, S, E, A]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, R]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
 	row, err := b.q.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -251,7 +261,7 @@ func (b binding[C, H, G, L, S, E, A]) get(ctx context.Context, id int64) (*skipj
 	return record(recordRow(row)), nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, R]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
 	rows, err := b.q.List(ctx, p.AfterID, p.State, int32(p.Limit))
 	if err != nil {
 		return nil, err
@@ -263,27 +273,51 @@ func (b binding[C, H, G, L, S, E, A]) list(ctx context.Context, p skipjack.ListP
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A]) retry(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) retry(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Retry(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A]) cancel(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R]) cancel(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Cancel(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A]) unique() uniqueQueries {
+func (b binding[C, H, G, L, S, E, A, R]) Admit(ctx context.Context) error {
+	return b.q.Admit(ctx)
+}
+
+func (b binding[C, H, G, L, S, E, A, R]) Headroom(ctx context.Context) (headroom, error) {
+	h, err := b.q.Headroom(ctx)
+	return headroom(h), err
+}
+
+func (b binding[C, H, G, L, S, E, A, R]) pause(ctx context.Context) error {
+	return b.q.Pause(ctx)
+}
+
+func (b binding[C, H, G, L, S, E, A, R]) resume(ctx context.Context) error {
+	return b.q.Resume(ctx)
+}
+
+func (b binding[C, H, G, L, S, E, A, R]) unique() uniqueQueries {
 	u, _ := b.q.(uniqueQueries)
 	return u
 }
 
-func (b binding[C, H, G, L, S, E, A]) quiet() quietQueries {
+func (b binding[C, H, G, L, S, E, A, R]) quiet() quietQueries {
 	q, _ := b.q.(quietQueries)
 	return q
 }
 
-func (b binding[C, H, G, L, S, E, A]) slots() slotQueries {
+func (b binding[C, H, G, L, S, E, A, R]) slots() slotQueries {
 	s, _ := b.q.(slotQueries)
 	return s
+}
+
+// headroom is the shape of HeadroomRow: why a claim came back short.
+type headroom = struct {
+	Due        bool  // due pending jobs wait
+	Claimed    int32 // jobs claimed (running or prefetched) in all processes
+	RateWaitMs int64 // milliseconds until the rate window has room again
 }
 
 // heartbeatRow is the shape of HeartbeatRow.

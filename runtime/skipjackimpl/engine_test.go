@@ -134,6 +134,8 @@ func (f *fakeStore) list(context.Context, skipjack.ListParams) ([]*skipjack.Reco
 }
 func (f *fakeStore) retry(context.Context, []int64) (int64, error)  { return 0, nil }
 func (f *fakeStore) cancel(context.Context, []int64) (int64, error) { return 0, nil }
+func (f *fakeStore) pause(context.Context) error                    { return nil }
+func (f *fakeStore) resume(context.Context) error                   { return nil }
 func (f *fakeStore) unique() uniqueQueries                          { return nil }
 func (f *fakeStore) slots() slotQueries                             { return nil }
 func (f *fakeStore) quiet() quietQueries                            { return nil }

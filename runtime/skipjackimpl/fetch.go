@@ -2,8 +2,10 @@ package skipjackimpl
 
 import (
 	"context"
+
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"runtime/debug"
 	"time"
 
@@ -154,13 +156,17 @@ func (r *runner[T]) reserve() int {
 func (r *runner[T]) claim(limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+	rows, err := r.claimRows(ctx, limit)
+	took := time.Since(start)
+	if err == nil && len(rows) < limit && r.spec.limited() {
+		r.awaitHeadroom(ctx)
+	}
 	cancel()
 	if err != nil {
 		rows = nil
 		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
 	}
-	r.claimDone(limit, len(rows), time.Since(start), err)
+	r.claimDone(limit, len(rows), took, err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
 	// once, rather than on the handler goroutines, whose stacks the GC
 	// keeps shrinking while they idle.
@@ -209,6 +215,56 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		signal(r.slotFreed)
 	}
 	return len(rows), err
+}
+
+// claimRows runs the claim statement. The claim of a queue with limits
+// runs after Admit in one READ COMMITTED transaction on the control pool,
+// so that claims of all processes take turns and each one counts the jobs
+// the ones before it claimed.
+func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, error) {
+	if !r.spec.limited() || r.control == nil {
+		return r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+	}
+	var rows []ClaimedRow
+	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		qs := r.w.bind(tx)
+		if err := qs.(limitStore).Admit(ctx); err != nil {
+			return fmt.Errorf("admit: %w", err)
+		}
+		var err error
+		rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveID)
+		return err
+	})
+	return rows, err
+}
+
+// limitPoll is how soon a worker of a queue whose concurrency limit is
+// reached claims again: jobs that other processes finish free the limit
+// without telling it.
+const limitPoll = 50 * time.Millisecond
+
+// awaitHeadroom asks, after a claim of a queue with limits came back short,
+// why it did, and schedules the next claim for when the limit that held it
+// back has room again: the moment the oldest start leaves the rate window,
+// or limitPoll while the concurrency limit is reached. An empty queue waits
+// for its notifications and polls as usual.
+func (r *runner[T]) awaitHeadroom(ctx context.Context) {
+	ls, ok := r.store.(limitStore)
+	if !ok {
+		return
+	}
+	h, err := ls.Headroom(ctx)
+	if err != nil {
+		r.log.Debug("skipjack: asking why a limited claim came back short failed", "error", err)
+		return
+	}
+	switch {
+	case !h.Due:
+	case h.RateWaitMs > 0:
+		r.noteDue(time.Duration(h.RateWaitMs) * time.Millisecond)
+	case r.spec.LimitConcurrency > 0 && int(h.Claimed) >= r.spec.LimitConcurrency:
+		r.noteDue(min(limitPoll, r.cfg.PollInterval))
+	}
 }
 
 // decode decodes a payload into p. A panic of the payload type's own

@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion4
+const _ = skipjack.SupportPackageIsVersion5
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is
@@ -88,6 +88,21 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "expires_at" timestamptz NOT NULL,
     "started_at" timestamptz NOT NULL DEFAULT now(),
     "stopped_at" timestamptz
+);
+`,
+	},
+	{
+		Version: 3,
+		Name:    "0003_skipjack_add_queues",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
 );
 `,
 	},

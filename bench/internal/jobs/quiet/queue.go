@@ -15,7 +15,7 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-const _ = skipjack.SupportPackageIsVersion4 // needs a runtime for version 4 of generated code
+const _ = skipjack.SupportPackageIsVersion5 // needs a runtime for version 5 of generated code
 
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "quiet"
@@ -88,6 +88,17 @@ func Retry(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
 // [skipjack.ErrCancelled]), which end failed; it returns how many changed.
 func Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
 	return queue.Cancel(ctx, db, ids...)
+}
+
+// Pause stops every process from claiming quiet jobs until Resume: they
+// stay pending, Enqueue still works and jobs already claimed run on.
+func Pause(ctx context.Context, db DBTX) error {
+	return queue.Pause(ctx, db)
+}
+
+// Resume lets workers claim quiet jobs again.
+func Resume(ctx context.Context, db DBTX) error {
+	return queue.Resume(ctx, db)
 }
 
 // Admin returns the queue's untyped operations view on db, for tools.

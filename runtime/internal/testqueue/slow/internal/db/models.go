@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// SkipjackSkipjackQueue is a row of the queue table.
+type SkipjackSkipjackQueue struct {
+	Name       string
+	PausedAt   *time.Time
+	RateSlots  []int64
+	RateCounts []int32
+}
+
 // SkipjackSkipjackWorker is a row of the queue table.
 type SkipjackSkipjackWorker struct {
 	ID        string

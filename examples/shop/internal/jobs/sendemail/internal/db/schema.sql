@@ -28,3 +28,10 @@ CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_workers" (
     "started_at" timestamptz NOT NULL DEFAULT now(),
     "stopped_at" timestamptz
 );
+
+CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
+);
