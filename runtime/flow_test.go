@@ -13,8 +13,8 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/capped"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
-	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/keyed"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/kept"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/keyed"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/paced"
 )
 
