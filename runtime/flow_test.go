@@ -374,3 +374,63 @@ func TestRunGroupRefusesBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestSerialClaimRace checks the claim of a serial queue that races a
+// transaction making a later job of the same key running (a claim in
+// another process whose snapshot saw the key free): the unique index of
+// running keys refuses the claim, the worker claims again without a
+// warning or a backoff, and the key's jobs never overlap.
+func TestSerialClaimRace(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	if _, err := keyed.EnqueueMany(ctx, pool, []keyed.Payload{{Account: 7, N: 1}, {Account: 7, N: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	first := queryInt(t, pool, `SELECT min(id) FROM skipjack.keyed`)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// The second job of the key, running in a transaction not yet
+	// committed: the worker's snapshot sees both jobs pending and the first
+	// one free to claim.
+	if _, err := tx.Exec(ctx, `UPDATE skipjack.keyed SET state = 'running', lease_expires_at = now() + interval '1 minute', attempt = 1, claim = claim + 1 WHERE id = $1`, first+1); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	var released atomic.Bool
+	var overlap atomic.Bool
+	l := newLogs(t)
+	w := keyed.NewWorker(pool, func(ctx context.Context, job *keyed.Job) error {
+		if !released.Load() {
+			overlap.Store(true)
+		}
+		ran.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 2, PollInterval: 100 * time.Millisecond, Logger: l.logger()})
+	start(t, w)
+	waitFor(t, 10*time.Second, "the claim to wait for the racing transaction", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE NOT granted`) > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if ran.Load() != 0 {
+		t.Fatalf("%d jobs ran while the key's other job was running, want 0", ran.Load())
+	}
+	// The racing "worker" gives its job back; both jobs then run in order.
+	released.Store(true)
+	if _, err := pool.Exec(ctx, `UPDATE skipjack.keyed SET state = 'pending', lease_expires_at = NULL, attempt = 0 WHERE id = $1`, first+1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "both jobs to run", func() bool { return ran.Load() == 2 })
+	if overlap.Load() {
+		t.Error("a job of the key ran while another was running")
+	}
+	if l.contains("WARN", "claim failed") {
+		t.Errorf("the refused claim was logged as a failure:\n%s", l.String())
+	}
+}

@@ -158,6 +158,15 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	start := time.Now()
 	rows, err := r.claimRows(ctx, limit)
 	took := time.Since(start)
+	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
+		// The unique index of running serial keys refused the claim: a
+		// job of one of its keys was claimed (or made running) by a
+		// transaction that committed after this claim's snapshot. Nothing
+		// was claimed; the next claim sees that job and skips its key.
+		r.log.Debug("skipjack: a claim raced another for a serial key; claiming again", "error", err)
+		rows, err = nil, nil
+		r.noteDue(min(limitPoll, r.cfg.PollInterval))
+	}
 	if err == nil && len(rows) < limit && r.spec.limited() {
 		r.awaitHeadroom(ctx)
 	}
