@@ -156,7 +156,7 @@ func (r *runner[T]) reserve() int {
 func (r *runner[T]) claim(limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, err := r.claimRows(ctx, limit)
+	rows, short, err := r.claimRows(ctx, limit)
 	took := time.Since(start)
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
 		// The unique index of running serial keys refused the claim: a
@@ -167,8 +167,8 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		rows, err = nil, nil
 		r.noteDue(min(limitPoll, r.cfg.PollInterval))
 	}
-	if err == nil && len(rows) < limit && r.spec.limited() {
-		r.awaitHeadroom(ctx)
+	if short != nil {
+		r.awaitHeadroom(*short)
 	}
 	cancel()
 	if err != nil {
@@ -226,25 +226,38 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	return len(rows), err
 }
 
-// claimRows runs the claim statement. The claim of a queue with limits
-// runs after Admit in one READ COMMITTED transaction on the control pool,
-// so that claims of all processes take turns and each one counts the jobs
-// the ones before it claimed.
-func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, error) {
-	if !r.spec.limited() || r.control == nil {
-		return r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+// claimRows runs the claim statement. A queue with limits or a serial key
+// claims after Admit in one READ COMMITTED transaction on the control
+// pool: Admit makes the claims of a limited queue take turns across all
+// processes, so that each counts the jobs the ones before it claimed, and
+// steers the planner to the claim's index scans. When a limited claim comes
+// back short, the same transaction asks why (Headroom) and returns it.
+func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, *headroom, error) {
+	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
+		rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+		return rows, nil, err
 	}
 	var rows []ClaimedRow
+	var short *headroom
 	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		qs := r.w.bind(tx)
-		if err := qs.(limitStore).Admit(ctx); err != nil {
+		qs := r.w.bind(tx).(limitStore)
+		if err := qs.Admit(ctx); err != nil {
 			return fmt.Errorf("admit: %w", err)
 		}
 		var err error
-		rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveID)
-		return err
+		if rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveID); err != nil {
+			return err
+		}
+		if len(rows) < limit && r.spec.limited() {
+			h, err := qs.Headroom(ctx)
+			if err != nil {
+				return fmt.Errorf("headroom: %w", err)
+			}
+			short = &h
+		}
+		return nil
 	})
-	return rows, err
+	return rows, short, err
 }
 
 // limitPoll is how soon a worker of a queue whose concurrency limit is
@@ -252,21 +265,12 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, err
 // without telling it.
 const limitPoll = 50 * time.Millisecond
 
-// awaitHeadroom asks, after a claim of a queue with limits came back short,
-// why it did, and schedules the next claim for when the limit that held it
-// back has room again: the moment the oldest start leaves the rate window,
-// or limitPoll while the concurrency limit is reached. An empty queue waits
-// for its notifications and polls as usual.
-func (r *runner[T]) awaitHeadroom(ctx context.Context) {
-	ls, ok := r.store.(limitStore)
-	if !ok {
-		return
-	}
-	h, err := ls.Headroom(ctx)
-	if err != nil {
-		r.log.Debug("skipjack: asking why a limited claim came back short failed", "error", err)
-		return
-	}
+// awaitHeadroom schedules, after a claim of a queue with limits came back
+// short, the next claim for when the limit that held it back has room
+// again: the moment the oldest start leaves the rate window, or limitPoll
+// while the concurrency limit is reached. An empty queue waits for its
+// notifications and polls as usual.
+func (r *runner[T]) awaitHeadroom(h headroom) {
 	switch {
 	case !h.Due:
 	case h.RateWaitMs > 0:

@@ -136,12 +136,13 @@ type store interface {
 	Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error)
 }
 
-// limitStore is the SQL of a queue with limits, whose Claim runs after
-// Admit in one READ COMMITTED transaction.
+// limitStore is the SQL of a queue with limits or a serial key, whose
+// Claim runs after Admit in one READ COMMITTED transaction.
 type limitStore interface {
 	store
-	// Admit takes the lock under which the queue's claims take turns,
-	// until the transaction ends.
+	// Admit prepares the claim's transaction: it takes the lock under
+	// which a limited queue's claims take turns, and steers the planner
+	// to the claim's index scans, until the transaction ends.
 	Admit(ctx context.Context) error
 	// Headroom says why a claim came back short.
 	Headroom(ctx context.Context) (headroom, error)

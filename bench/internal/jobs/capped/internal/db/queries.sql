@@ -27,7 +27,7 @@ INSERT INTO "skipjack"."capped" ("payload", "priority", "run_at", "trace") VALUE
 SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 
 -- name: Claim :many
--- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. It claims only while fewer than 100000 jobs are claimed (running or prefetched) in all processes together, and no more than that leaves room for. Run it after Admit in the same READ COMMITTED transaction, so that its snapshot sees every claim made before.
+-- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 100000 jobs are claimed (running or prefetched) in all processes together, and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 WITH args AS (
     -- The parameters, in the order of the unlimited Claim's.
     SELECT sqlc.arg(lease)::interval AS "lease", sqlc.arg(worker)::text AS "worker", sqlc.arg(max)::integer AS "max"
@@ -54,8 +54,8 @@ WITH args AS (
 SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace" FROM claimed;
 
 -- name: Admit :exec
--- Admit takes, until the transaction ends, the lock under which the claims of a queue with limits take turns.
-SELECT pg_advisory_xact_lock(-7170388297176402668);
+-- Admit prepares the transaction in which a queue with limits or a serial key claims: it takes, until the transaction ends, the lock under which the queue's claims take turns, and it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+SELECT pg_advisory_xact_lock(-7170388297176402668), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true);
 
 -- name: Headroom :one
 -- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).

@@ -27,16 +27,19 @@ INSERT INTO "skipjack"."keyed" ("payload", "priority", "run_at", "trace") VALUES
 SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 
 -- name: Claim :many
--- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. A job waits while a job of its serial key is running or an earlier one is pending.
+-- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. A job waits while a job of its serial key is running or an earlier one is pending. Run it after Admit in the same READ COMMITTED transaction.
 WITH picked AS (
     SELECT c."id" FROM "skipjack"."keyed" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'keyed' AND "paused_at" IS NOT NULL)
-      AND NOT EXISTS (
-          SELECT FROM "skipjack"."keyed" AS o
+      AND (
+          -- A probe per candidate (a scalar subquery is never turned into
+          -- an anti join over every job of the table).
+          SELECT o."id" FROM "skipjack"."keyed" AS o
           WHERE coalesce(o."payload" -> 'n', 'null'::jsonb) = coalesce(c."payload" -> 'n', 'null'::jsonb) AND o."state" IN ('pending', 'running')
             AND o."id" <> c."id" AND (o."state" = 'running' OR o."id" < c."id")
-      )
+          LIMIT 1
+      ) IS NULL
     ORDER BY c."run_at", c."id"
     LIMIT sqlc.arg(max)
     FOR NO KEY UPDATE SKIP LOCKED
@@ -51,8 +54,8 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
 
 -- name: Admit :exec
--- Admit takes, until the transaction ends, the lock under which the claims of a queue with limits take turns.
-SELECT pg_advisory_xact_lock(-5001151985268793417);
+-- Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true);
 
 -- name: Headroom :one
 -- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).

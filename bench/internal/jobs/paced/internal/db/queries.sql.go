@@ -8,10 +8,10 @@ import (
 )
 
 const admit = `-- name: Admit :exec
-SELECT pg_advisory_xact_lock(-6242729897296398798)
+SELECT pg_advisory_xact_lock(-6242729897296398798), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)
 `
 
-// Admit takes, until the transaction ends, the lock under which the claims of a queue with limits take turns.
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it takes, until the transaction ends, the lock under which the queue's claims take turns, and it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
 func (q *Queries) Admit(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, admit)
 	return err
@@ -101,7 +101,7 @@ type ClaimRow struct {
 	Trace       []byte
 }
 
-// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms in the queues table, the window counted as 105 of them: 5% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for. Run it after Admit in the same READ COMMITTED transaction, so that its snapshot sees every claim made before.
+// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms in the queues table, the window counted as 105 of them: 5% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 )
 
 const admit = `-- name: Admit :exec
-SELECT pg_advisory_xact_lock(-5001151985268793417)
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)
 `
 
-// Admit takes, until the transaction ends, the lock under which the claims of a queue with limits take turns.
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
 func (q *Queries) Admit(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, admit)
 	return err
@@ -42,11 +42,14 @@ WITH picked AS (
     SELECT c."id" FROM "skipjack"."keyed" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'keyed' AND "paused_at" IS NOT NULL)
-      AND NOT EXISTS (
-          SELECT FROM "skipjack"."keyed" AS o
+      AND (
+          -- A probe per candidate (a scalar subquery is never turned into
+          -- an anti join over every job of the table).
+          SELECT o."id" FROM "skipjack"."keyed" AS o
           WHERE coalesce(o."payload" -> 'account', 'null'::jsonb) = coalesce(c."payload" -> 'account', 'null'::jsonb) AND o."state" IN ('pending', 'running')
             AND o."id" <> c."id" AND (o."state" = 'running' OR o."id" < c."id")
-      )
+          LIMIT 1
+      ) IS NULL
     ORDER BY c."run_at", c."id"
     LIMIT $3
     FOR NO KEY UPDATE SKIP LOCKED
@@ -76,7 +79,7 @@ type ClaimRow struct {
 	Trace       []byte
 }
 
-// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. A job waits while a job of its serial key is running or an earlier one is pending.
+// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. A job waits while a job of its serial key is running or an earlier one is pending. Run it after Admit in the same READ COMMITTED transaction.
 func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {

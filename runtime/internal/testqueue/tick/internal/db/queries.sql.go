@@ -8,10 +8,10 @@ import (
 )
 
 const admit = `-- name: Admit :exec
-SELECT pg_advisory_xact_lock(-2599039447211782196)
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)
 `
 
-// Admit takes, until the transaction ends, the lock under which the claims of a queue with limits take turns.
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
 func (q *Queries) Admit(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, admit)
 	return err

@@ -64,8 +64,8 @@ WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
 
 -- name: Admit :exec
--- Admit takes, until the transaction ends, the lock under which the claims of a queue with limits take turns.
-SELECT pg_advisory_xact_lock(-3659944797679748994);
+-- Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true);
 
 -- name: Headroom :one
 -- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).
