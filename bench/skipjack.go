@@ -13,8 +13,11 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/capped"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/keyed"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/kept"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/noop"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/paced"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/quiet"
 )
 
@@ -59,12 +62,20 @@ func skipjackSystemsAvailable(o options, logger *slog.Logger) []system {
 	tuned := skipjack.WorkerConfig{Concurrency: o.tunedConcurrency, BatchSize: o.tunedBatch}
 	poll := skipjackSystem("skipjack-poll", "deletes at ack (default), notify: false", queueQuiet, skipjack.WorkerConfig{}, o.skipjackConns, logger)
 	poll.experimentOnly = true
-	return []system{
+	flow := []system{
+		skipjackSystem("skipjack-capped", "limits.concurrency: 100000 (never binds)", queueCapped, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+		skipjackSystem("skipjack-paced", "limits.rate: 10M per 1s (never binds)", queuePaced, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+		skipjackSystem("skipjack-serial", "serial.by: [n] (one key per job)", queueKeyed, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+	}
+	for i := range flow {
+		flow[i].experimentOnly = true // -systems skipjack-default,skipjack-capped,...
+	}
+	return append([]system{
 		skipjackSystem("skipjack-default", "deletes at ack (default)", queueNoop, skipjack.WorkerConfig{}, o.skipjackConns, logger),
 		skipjackSystem("skipjack-tuned", "deletes at ack (default)", queueNoop, tuned, o.skipjackConns, logger),
 		skipjackSystem("skipjack-kept", "keeps completed 24h (retention.completed)", queueKept, tuned, o.skipjackConns, logger),
 		poll,
-	}
+	}, flow...)
 }
 
 // The generated queues of bench/skipjack.yaml.
@@ -72,6 +83,10 @@ const (
 	queueNoop  = "noop"  // deletes completed jobs at ack
 	queueKept  = "kept"  // keeps completed jobs 24h
 	queueQuiet = "quiet" // like noop, with notify: false
+	// The flow-control queues, like noop with limits that never bind.
+	queueCapped = "capped" // limits.concurrency
+	queuePaced  = "paced"  // limits.rate
+	queueKeyed  = "keyed"  // serial.by
 )
 
 func skipjackSystem(name, retention, kind string, cfg skipjack.WorkerConfig, conns int32, logger *slog.Logger) system {
@@ -108,6 +123,12 @@ func (q *skipjackQueue) enqueueMany(ctx context.Context, ps []payload) error {
 		_, err = kept.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) kept.Payload { return kept.Payload(p) }))
 	case queueQuiet:
 		_, err = quiet.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) quiet.Payload { return quiet.Payload(p) }))
+	case queueCapped:
+		_, err = capped.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) capped.Payload { return capped.Payload(p) }))
+	case queuePaced:
+		_, err = paced.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) paced.Payload { return paced.Payload(p) }))
+	case queueKeyed:
+		_, err = keyed.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) keyed.Payload { return keyed.Payload(p) }))
 	default:
 		_, err = noop.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) noop.Payload { return noop.Payload(p) }))
 	}
@@ -129,6 +150,12 @@ func (q *skipjackQueue) enqueue(ctx context.Context, p payload) error {
 		_, err = kept.Enqueue(ctx, q.pool, kept.Payload(p))
 	case queueQuiet:
 		_, err = quiet.Enqueue(ctx, q.pool, quiet.Payload(p))
+	case queueCapped:
+		_, err = capped.Enqueue(ctx, q.pool, capped.Payload(p))
+	case queuePaced:
+		_, err = paced.Enqueue(ctx, q.pool, paced.Payload(p))
+	case queueKeyed:
+		_, err = keyed.Enqueue(ctx, q.pool, keyed.Payload(p))
 	default:
 		_, err = noop.Enqueue(ctx, q.pool, noop.Payload(p))
 	}
@@ -147,6 +174,21 @@ func (q *skipjackQueue) work(ctx context.Context, handle func(int64)) error {
 		}, cfg).Run(ctx)
 	case queueQuiet:
 		return quiet.NewWorker(q.pool, func(_ context.Context, job *quiet.Job) error {
+			handle(job.Payload.N)
+			return nil
+		}, cfg).Run(ctx)
+	case queueCapped:
+		return capped.NewWorker(q.pool, func(_ context.Context, job *capped.Job) error {
+			handle(job.Payload.N)
+			return nil
+		}, cfg).Run(ctx)
+	case queuePaced:
+		return paced.NewWorker(q.pool, func(_ context.Context, job *paced.Job) error {
+			handle(job.Payload.N)
+			return nil
+		}, cfg).Run(ctx)
+	case queueKeyed:
+		return keyed.NewWorker(q.pool, func(_ context.Context, job *keyed.Job) error {
 			handle(job.Payload.N)
 			return nil
 		}, cfg).Run(ctx)

@@ -199,7 +199,29 @@ func TestBrowserHistoryFailuresFind(t *testing.T) {
 		t.Errorf("after the group retry: %d pending, %d failed; want the group's 4 pending, the other 2 failed", pending, failed)
 	}
 
-	page("h8-job", base+"queues/send_email/jobs/"+strconv.FormatInt(s.failed, 10), `#job-state`)
+	// Pause and resume the queue from the keyboard; the overview shows
+	// the pause.
+	for i, act := range []string{"pause", "resume"} {
+		want := map[string]string{"pause": "paused", "resume": "running"}[act]
+		shot := fmt.Sprintf("h%d-confirm-%s", 8+2*i, act)
+		page("h"+strconv.Itoa(8+2*i)+"-queue-before-"+act, base+"queues/"+q, `#queue-toggle`)
+		tabTo(t, bctx, "queue page", `#queue-toggle`)
+		step(t, bctx, "press Enter on "+act, chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS(`form.confirm button[type=submit]`)))
+		screenshot(t, bctx, shot)
+		checkAccessibility(t, bctx, shot, axe)
+		tabTo(t, bctx, shot, `form.confirm button[type=submit]`)
+		step(t, bctx, "confirm "+act, chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS(`.flash.ok`)))
+		waitJS(t, bctx, "the queue page shows the queue "+want, fmt.Sprintf(`document.getElementById("queue-state").textContent === %q`, want))
+		st, err := syncaccount.Stats(ctx, s.pool)
+		if err != nil || st.Paused != (act == "pause") {
+			t.Fatalf("after %s: Stats %+v, %v; want paused %v", act, st, err, act == "pause")
+		}
+		if act == "pause" {
+			page("h9-overview-paused", base, fmt.Sprintf(`tr[data-queue=%q] [data-col=paused]`, q))
+		}
+	}
+
+	page("h12-job", base+"queues/send_email/jobs/"+strconv.FormatInt(s.failed, 10), `#job-state`)
 	if msgs := console(); len(msgs) > 0 {
 		t.Errorf("the pages wrote to the console:\n%s", strings.Join(msgs, "\n"))
 	}

@@ -151,6 +151,8 @@ func New(cfg Config) (*Handler, error) {
 //	/queues/{queue}/jobs/{id}/cancel
 //	/queues/{queue}/retry?ids=1,2   the same for several jobs of a page
 //	/queues/{queue}/cancel?ids=1,2
+//	/queues/{queue}/pause           GET: confirmation; POST: pause the queue
+//	/queues/{queue}/resume          the same to resume it
 //	/queues/{queue}/failures        failed jobs grouped by error
 //	/queues/{queue}/failures/retry?error=  GET: confirmation; POST: retry the group
 //	/assets/{file}                  the embedded style sheet and script
@@ -205,6 +207,11 @@ func (h *Handler) routeQueue(w http.ResponseWriter, r *http.Request, seg []strin
 		h.routeAction(w, r, seg,
 			func() { h.confirmGroupPage(w, r, seg, q) },
 			func() { h.actGroup(w, r, seg, q) })
+	case len(seg) == 3 && queueActions[seg[2]].Name != "":
+		a := queueActions[seg[2]]
+		h.routeAction(w, r, seg,
+			func() { h.confirmQueuePage(w, r, seg, q, a) },
+			func() { h.actQueue(w, r, seg, q, a) })
 	case len(seg) == 3:
 		a, ok := actions[seg[2]]
 		if !ok {

@@ -28,6 +28,8 @@ type fakeQueue struct {
 	activity []skipjack.ActivityMinute
 	// schedules is what Schedules returns.
 	schedules []skipjack.ScheduleInfo
+	// paused is what Pause and Resume set and Stats reports.
+	paused bool
 }
 
 // newFakeQueue returns a queue with n jobs: ids 1..n, job 1 failed with two
@@ -67,9 +69,9 @@ func (q *fakeQueue) Stats(context.Context) (skipjack.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stats++
-	var s skipjack.Stats
+	s := skipjack.Stats{Paused: q.paused}
 	if q.err != nil {
-		return s, q.err
+		return skipjack.Stats{}, q.err
 	}
 	for _, r := range q.jobs {
 		switch {
@@ -189,6 +191,20 @@ func (q *fakeQueue) Activity(_ context.Context, since time.Time) ([]skipjack.Act
 		}
 	}
 	return out, nil
+}
+
+func (q *fakeQueue) Pause(context.Context) error { return q.setPaused(true) }
+
+func (q *fakeQueue) Resume(context.Context) error { return q.setPaused(false) }
+
+func (q *fakeQueue) setPaused(p bool) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err != nil {
+		return q.err
+	}
+	q.paused = p
+	return nil
 }
 
 func (q *fakeQueue) Schedules(context.Context) ([]skipjack.ScheduleInfo, error) {

@@ -107,6 +107,8 @@ type queueData struct {
 	FilterError string
 	ClearURL    string
 	FailuresURL string
+	// Toggle pauses or resumes the queue, when actions are enabled.
+	Toggle *actionLink
 	// Schedules are the queue's periodic jobs.
 	Schedules    []skipjack.ScheduleInfo
 	SchedulesErr string
@@ -181,6 +183,10 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 	} else {
 		d.Stats = st
 	}
+	if h.cfg.Actions && d.StatsErr == "" {
+		t := toggleFor(base, name, d.Stats.Paused)
+		d.Toggle = &t
+	}
 	for _, s := range listStates {
 		t := tab{Label: stateTitle(s), URL: base + queuePath(name, s, 0), Current: s == d.State}
 		if d.StatsErr == "" {
@@ -240,6 +246,9 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 	p := h.newPage(seg, "Queue "+name, now)
 	p.Crumbs = []crumb{{Label: name}}
 	p.Flash = flashMany(r)
+	if f := flashQueue(r, name); f != nil {
+		p.Flash = f
+	}
 	p.Data = d
 	h.render(w, r, status, "queue", p)
 }

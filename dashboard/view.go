@@ -48,7 +48,7 @@ var assetVersion = func() string {
 }()
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "confirmgroup", "failures", "error"}
+var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "confirmgroup", "confirmqueue", "failures", "error"}
 
 // views holds the parsed page templates.
 type views struct {

@@ -78,6 +78,7 @@ var goldenCases = []struct {
 	{name: "priority_retry"},
 	{name: "unique"},
 	{name: "schedule"},
+	{name: "flow"},
 	// tern: an evolution in the tern format; migrations/ holds the first
 	// migration as generate wrote it, which Migrate must embed unchanged.
 	{name: "tern", postgres: true},

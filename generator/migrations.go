@@ -300,31 +300,23 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	if err := diags.err(); err != nil {
 		return nil, "", err
 	}
-	if needsCounts(want.Tables) && !needsCounts(last.Tables) {
-		// Layout 5's counts table, one per schema, also first (after the
-		// workers table, prepended below): a new table too.
-		counts := tableStep{"", schema.Step{
-			Up:   []string{strings.TrimSuffix(schema.CreateCounts(cfg.Schema), "\n")},
-			Down: []string{strings.TrimSuffix(schema.DropCounts(cfg.Schema), "\n")},
-		}}
-		steps = append([]tableStep{counts}, steps...)
-		created = true
-		if len(last.Tables) > 0 {
-			changes = append(changes, "add_counts")
+	// The per-schema tables of layouts 4 (workers) and 5 (queues, counts) come
+	// first: new tables, which nothing reads or locks yet.
+	var shared []tableStep
+	for _, t := range schemaTables {
+		if layoutAtLeast(want.Tables, t.layout) && !layoutAtLeast(last.Tables, t.layout) {
+			shared = append(shared, tableStep{"", schema.Step{
+				Up:   []string{strings.TrimSuffix(t.create(cfg.Schema), "\n")},
+				Down: []string{strings.TrimSuffix(t.drop(cfg.Schema), "\n")},
+			}})
+			if len(last.Tables) > 0 {
+				changes = append(changes, t.change)
+			}
 		}
 	}
-	if needsWorkers(want.Tables) && !needsWorkers(last.Tables) {
-		// Layout 4's workers table, one per schema, first: a new table,
-		// which nothing reads or locks yet.
-		workers := tableStep{"", schema.Step{
-			Up:   []string{strings.TrimSuffix(schema.CreateWorkers(cfg.Schema), "\n")},
-			Down: []string{strings.TrimSuffix(schema.DropWorkers(cfg.Schema), "\n")},
-		}}
-		steps = append([]tableStep{workers}, steps...)
+	if len(shared) > 0 {
+		steps = append(shared, steps...)
 		created = true
-		if len(last.Tables) > 0 {
-			changes = append(changes, "add_workers")
-		}
 	}
 	if len(steps) == 0 {
 		return nil, "", nil
@@ -343,22 +335,24 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	return units, name, nil
 }
 
-// needsWorkers reports whether any of tables is of layout 4 or later, whose
-// workers need the schema's workers table.
-func needsWorkers(tables []schema.Table) bool {
-	for _, t := range tables {
-		if t.Layout >= 4 {
-			return true
-		}
-	}
-	return false
+// schemaTables are the tables a schema holds once for all its queues, by
+// the layout that added them, with the change name of the migration that
+// adds them to an existing schema.
+var schemaTables = []struct {
+	layout       int
+	change       string
+	create, drop func(schema string) string
+}{
+	{4, "add_workers", schema.CreateWorkers, schema.DropWorkers},
+	{5, "add_queues", schema.CreateQueues, schema.DropQueues},
+	{5, "add_counts", schema.CreateCounts, schema.DropCounts},
 }
 
-// needsCounts reports whether any of tables is of layout 5 or later, whose
-// acknowledgements write to the schema's counts table.
-func needsCounts(tables []schema.Table) bool {
+// layoutAtLeast reports whether any of tables is of the given layout or
+// later.
+func layoutAtLeast(tables []schema.Table, layout int) bool {
 	for _, t := range tables {
-		if t.Layout >= 5 {
+		if t.Layout >= layout {
 			return true
 		}
 	}

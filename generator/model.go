@@ -57,6 +57,9 @@ func tableOf(cfg *config.Config, q *config.Queue) schema.Table {
 	if q.Unique != nil {
 		t.Unique = &schema.Unique{Keys: q.Unique.By, States: q.Unique.States}
 	}
+	if q.Serial != nil {
+		t.Serial = &schema.Serial{Keys: q.Serial.By}
+	}
 	set := map[string]bool{}
 	for _, p := range q.Table {
 		t.StorageParams = append(t.StorageParams, schema.Param{Name: p.Name, Value: p.Value})
@@ -145,10 +148,23 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 			[]setting{{"Name", "Name"}, {"Channel", strconv.Quote(t.Channel())}, {"MaxAttempts", strconv.Itoa(q.MaxAttempts)}, {"Priority", strconv.FormatBool(q.Priority)}},
 			[]setting{{"BackoffMin", durationExpr(q.BackoffMin)}, {"BackoffMax", durationExpr(q.BackoffMax)}, {"Timeout", durationExpr(q.Timeout)}, {"Lease", durationExpr(q.Lease)}},
 			[]setting{{"RetainCompleted", durationExpr(q.RetainCompleted)}, {"RetainFailed", durationExpr(q.RetainFailed)}, {"Unique", strconv.FormatBool(q.Unique != nil)}, {"MaxPayloadBytes", strconv.Itoa(q.MaxPayloadBytes)}},
+			limitSettings(q),
 		),
 		Unique:    q.Unique != nil,
 		Schedules: schedules,
 	}
+}
+
+// limitSettings returns the Spec fields of q's limits and serial key.
+func limitSettings(q *config.Queue) []setting {
+	out := []setting{{"Serial", strconv.FormatBool(q.Serial != nil)}}
+	if l := q.Limits; l != nil {
+		out = append(out, setting{"LimitConcurrency", strconv.Itoa(l.Concurrency)})
+		if l.Rate != nil {
+			out = append(out, setting{"RateCount", strconv.Itoa(l.Rate.Count)}, setting{"RatePer", durationExpr(l.Rate.Per)})
+		}
+	}
+	return out
 }
 
 // setting is one field of a queue's Spec literal: its name and its value as

@@ -3,6 +3,7 @@ package generator
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path"
 	"path/filepath"
@@ -38,7 +39,22 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		QueueLiteral:  schema.QuoteLiteral(q.Name),
 		Notify:        t.Notify,
 		Workers:       schema.Workers(t.Schema),
+		Queues:        schema.Queues(t.Schema),
 		Counts:        schema.Counts(t.Schema),
+		AdmitKey:      admitKey(t.QualifiedName()),
+	}
+	if ch := t.Channel(); ch != "" {
+		qq.Channel = schema.QuoteLiteral(ch)
+	}
+	if t.Serial != nil {
+		qq.SerialSame = t.Serial.SameKey("o", "c")
+	}
+	if l := q.Limits; l != nil {
+		qq.Concurrency = l.Concurrency
+		if l.Rate != nil {
+			qq.RateCount = l.Rate.Count
+			qq.RateSlotMillis = l.Rate.Per.Milliseconds() / 100
+		}
 	}
 	if t.Unique != nil {
 		qq.Unique = true
@@ -51,6 +67,15 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		qq.Slots = schema.QuoteIdent(t.Schema) + "." + schema.QuoteIdent(schema.SlotsTable)
 	}
 	return qq
+}
+
+// admitKey returns the advisory lock key under which the limited claims of
+// the queue table named table take turns: a 64-bit FNV-1a hash of
+// "skipjack:claim:" and the name, the scheme skipjack migrate's locks use.
+func admitKey(table string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("skipjack:claim:" + table))
+	return int64(h.Sum64())
 }
 
 // runSQLC writes the sqlc inputs of every live queue to a temporary folder,

@@ -48,10 +48,45 @@ type Queue struct {
 	// Workers is the quoted, schema-qualified workers table, where every
 	// running worker renews the row that proves it alive.
 	Workers string
+	// Queues is the quoted, schema-qualified queues table, which holds
+	// whether a queue is paused and the starts its rate limit counts.
+	Queues string
 	// Counts is the quoted, schema-qualified counts table, where the
 	// acknowledging statements count finished jobs per minute.
 	Counts string
+	// Channel is the queue's NOTIFY channel as a SQL literal, or "" for a
+	// poll-only queue; Resume wakes the workers on it.
+	Channel string
+	// SerialSame is the condition that the rows aliased o and c have the
+	// same serial key, or "" for a queue without one: a claim then skips
+	// jobs behind a running or earlier job of their key.
+	SerialSame string
+	// Concurrency caps the queue's claimed jobs across processes (0: no
+	// cap); RateCount caps the jobs claimed per window of RateSlotMillis
+	// * 100 milliseconds (0: no cap). Either makes Claim the limited claim,
+	// which runs after Admit in one transaction.
+	Concurrency    int
+	RateCount      int
+	RateSlotMillis int64
+	// AdmitKey is the transaction-scoped advisory lock that serializes
+	// the limited claims of the queue.
+	AdmitKey int64
 }
+
+// Limited reports whether the queue declares a limit, whose claims take
+// turns under Admit's lock.
+func (q Queue) Limited() bool { return q.Concurrency > 0 || q.RateCount > 0 }
+
+// pick is what the pick template renders: a queue and the SQL expression
+// of how many jobs its claim may take.
+type pick struct {
+	Queue
+	Limit string
+}
+
+// Pick returns the data of the pick template for a claim limited to the
+// SQL expression limit.
+func (q Queue) Pick(limit string) pick { return pick{q, limit} }
 
 // WaitSum is the SQL array that adds the wait histogram of the row being
 // inserted (EXCLUDED) to that of the counts row it conflicts with (k),

@@ -121,4 +121,10 @@ type QueueAdmin interface {
 	// running jobs to cancel their handlers (with cause ErrCancelled);
 	// it returns how many jobs it changed.
 	Cancel(ctx context.Context, ids ...int64) (int64, error)
+	// Pause stops every process from claiming the queue's jobs until
+	// Resume: they stay pending, enqueueing still works and jobs already
+	// claimed run on. Stats reports it.
+	Pause(ctx context.Context) error
+	// Resume lets workers claim the queue's jobs again.
+	Resume(ctx context.Context) error
 }

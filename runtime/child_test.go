@@ -54,6 +54,8 @@ func runChild(mode string) int {
 		err = runTick(ctx, pool) // periodic_test.go
 	case "sigterm":
 		err = runSigterm(ctx, pool) // sigterm_test.go
+	case "capped":
+		err = runCapped(ctx, pool) // flow_test.go
 	case "burn":
 		// Works demo jobs and writes the ids it completed to a file.
 		var mu sync.Mutex

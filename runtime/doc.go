@@ -26,8 +26,10 @@ package skipjack
 //
 // Version 3 added the trace column's parameters and result to the queries
 // a generated package binds; version 4 added the workers table's queries
-// (Live, Gone) and a rescue that consults it; version 5 added the counts
-// table: acknowledgements that count what they finished (Complete's ages),
-// Activity, FailureGroups and List's filters. This runtime cannot run
+// (Live, Gone) and a rescue that consults it; version 5 added the queues
+// table's queries (Pause, Resume, Admit, Headroom), paused in Stats, the
+// claims of queues with limits or a serial key, and the counts table:
+// acknowledgements that count what they finished (Complete's waits),
+// Activity, FailureGroups, Schedules and List's filters. This runtime cannot run
 // packages of version 4 or older.
 const SupportPackageIsVersion5 = true

@@ -18,6 +18,9 @@ type Stats struct {
 	Failed int64 `json:"failed"`
 	// OldestPending is how long the oldest due pending job has waited.
 	OldestPending time.Duration `json:"oldest_pending"`
+	// Paused reports whether the queue is paused: no process claims its
+	// jobs until it is resumed.
+	Paused bool `json:"paused"`
 }
 
 // StatsRetainedCap is where Stats stops counting retained completed and

@@ -3,6 +3,8 @@ package skipjack
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/skipjack-dev/skipjack/runtime/internal/link"
 )
@@ -23,7 +25,7 @@ import (
 // runs alone among the workers sharing the pool, so that a job whose handler
 // kills the process fails without failing the jobs beside it.
 type Worker[P any] struct {
-	run func(context.Context) error
+	run func(context.Context, *link.Budget) error
 }
 
 // Run claims and works jobs until ctx is cancelled, then shuts down
@@ -36,19 +38,80 @@ type Worker[P any] struct {
 // and retries with backoff. A Worker runs once at a time; Run returns an
 // error if it is already running.
 func (w *Worker[P]) Run(ctx context.Context) error {
+	return w.runWith(ctx, nil)
+}
+
+func (w *Worker[P]) runWith(ctx context.Context, b *link.Budget) error {
 	if w == nil || w.run == nil {
 		return errors.New("skipjack: Run of a Worker not created by a queue package's NewWorker")
 	}
-	return w.run(ctx)
+	return w.run(ctx, b)
 }
 
 // setRun is what link.SetWorkerRun calls.
-func (w *Worker[P]) setRun(run func(context.Context) error) { w.run = run }
+func (w *Worker[P]) setRun(run func(context.Context, *link.Budget) error) { w.run = run }
 
 func init() {
-	link.SetWorkerRun = func(w any, run func(context.Context) error) {
+	link.SetWorkerRun = func(w any, run func(context.Context, *link.Budget) error) {
 		w.(interface {
-			setRun(func(context.Context) error)
+			setRun(func(context.Context, *link.Budget) error)
 		}).setRun(run)
 	}
+}
+
+// GroupWorker is a worker that RunGroup runs: every *Worker[P] of every
+// generated queue package is one.
+type GroupWorker interface {
+	// Run runs the worker on its own, as Worker.Run documents.
+	Run(ctx context.Context) error
+	runWith(ctx context.Context, b *link.Budget) error
+}
+
+// GroupConfig configures RunGroup.
+type GroupConfig struct {
+	// Concurrency is how many handlers run at once in total, over all the
+	// group's workers; each worker's own WorkerConfig.Concurrency still
+	// caps its share. Required: at least 1.
+	Concurrency int
+}
+
+// RunGroup runs workers (of any queues) until ctx is cancelled, with at
+// most cfg.Concurrency of their handlers running at once in total, and
+// shuts them all down together, each as Worker.Run documents; it returns
+// when every worker has returned. Handler slots that free up while several
+// workers have jobs waiting go to those workers in turn, one slot each, so a
+// queue with a deep backlog cannot starve a quiet one. Jobs a worker
+// claimed wait for a slot prefetched (their leases renewed), so give each
+// worker a Concurrency no larger than it needs.
+//
+// If a worker's Run fails (it was already running, say, or the database
+// lacks its migrations), RunGroup stops the others and returns the errors
+// joined.
+func RunGroup(ctx context.Context, cfg GroupConfig, workers ...GroupWorker) error {
+	if cfg.Concurrency < 1 {
+		return fmt.Errorf("skipjack: RunGroup: GroupConfig.Concurrency is %d, want at least 1", cfg.Concurrency)
+	}
+	if len(workers) == 0 {
+		return errors.New("skipjack: RunGroup: no workers")
+	}
+	for i, w := range workers {
+		if w == nil {
+			return fmt.Errorf("skipjack: RunGroup: worker %d is nil", i)
+		}
+	}
+	budget := link.NewBudget(cfg.Concurrency)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Go(func() {
+			if err := w.runWith(ctx, budget); err != nil {
+				errs[i] = err
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -155,6 +155,29 @@ func AlterSteps(from, to Table) ([]Step, error) {
 					Down: []string{dropIndex(sch, idx)}})
 		}
 	}
+	if !sameSerial(from.Serial, to.Serial) {
+		idx, running := QuoteIdent(to.Name+"_serial_idx"), QuoteIdent(to.Name+"_serial_running_idx")
+		if from.Serial != nil {
+			steps = append(steps,
+				Step{Kind: NoTransaction,
+					Up:   []string{dropIndex(sch, running)},
+					Down: []string{serialIndexes(from, true)[1]}},
+				Step{Kind: NoTransaction,
+					Up:   []string{dropIndex(sch, idx)},
+					Down: []string{serialIndexes(from, true)[0]}})
+		}
+		if to.Serial != nil {
+			ddl := serialIndexes(to, true)
+			steps = append(steps,
+				Step{Kind: NoTransaction,
+					Up:   []string{ddl[0]},
+					Down: []string{dropIndex(sch, idx)}},
+				Step{Kind: OwnTransaction, Up: []string{serialRunningCheck(to)}},
+				Step{Kind: NoTransaction,
+					Up:   []string{ddl[1]},
+					Down: []string{dropIndex(sch, running)}})
+		}
+	}
 	if from.Scheduled != to.Scheduled {
 		full, err := CreateTable(Table{Schema: to.Schema, Name: to.Name, Scheduled: true, MaxAttempts: 1})
 		if err != nil {
@@ -241,6 +264,35 @@ func uniqueIndex(t Table, concurrently bool) string {
 	return fmt.Sprintf(`CREATE UNIQUE INDEX %s%s ON %s (%s) WHERE "state" IN (%s);`, concurrentlyIfNotExists(concurrently), d.UniqueIndex, t.QualifiedName(), d.UniqueExprs, d.UniqueStates)
 }
 
+// serialIndexes returns the statements that build t's serial indexes: the
+// one a claim looks up a job's predecessors in, and the unique one that
+// refuses a second running job of a key.
+func serialIndexes(t Table, concurrently bool) [2]string {
+	d := t.data(true)
+	c := concurrentlyIfNotExists(concurrently)
+	return [2]string{
+		fmt.Sprintf(`CREATE INDEX %s%s ON %s (%s, "id") WHERE "state" IN ('pending', 'running');`, c, d.SerialIndex, t.QualifiedName(), d.SerialExprs),
+		fmt.Sprintf(`CREATE UNIQUE INDEX %s%s ON %s (%s) WHERE "state" = 'running';`, c, d.SerialRunningIndex, t.QualifiedName(), d.SerialExprs),
+	}
+}
+
+// serialRunningCheck returns the statement that fails, saying what to do,
+// when running jobs already share t's new serial key: the unique index of
+// running keys built over them would fail only after scanning the table.
+func serialRunningCheck(t Table) string {
+	d := t.data(true)
+	msg := fmt.Sprintf("queue %s has running jobs that share the new serial key; "+
+		"pause the queue (skipjack queues pause %s), wait until its running jobs finish, migrate again, deploy the new code and resume it",
+		t.Name, t.Name)
+	return fmt.Sprintf(`DO $$
+BEGIN
+    IF EXISTS (SELECT FROM %s WHERE "state" = 'running' GROUP BY %s HAVING count(*) > 1) THEN
+        RAISE EXCEPTION %s USING ERRCODE = 'unique_violation';
+    END IF;
+END
+$$;`, t.QualifiedName(), d.SerialExprs, QuoteLiteral(msg))
+}
+
 // finishedIndex returns the statement that builds the partial index of
 // finished_at of the jobs in the given states.
 func finishedIndex(t Table, index, states string, concurrently bool) string {
@@ -277,8 +329,8 @@ func layoutOf(t Table) int { return max(t.Layout, 1) }
 
 // alterLayout returns the steps that move a table between layouts 1, 2 and
 // 3, in either direction: a downgrade is the inverse of the upgrade. Layout
-// 4's workers table is one per schema, not per table: the migration creates
-// or drops it once (generator/migrations.go).
+// 4's workers table and layout 5's queues table are one per schema, not per
+// table: the migration creates or drops them once (generator/migrations.go).
 func alterLayout(from, to Table) ([]Step, error) {
 	if layoutOf(from) > layoutOf(to) {
 		up, err := upgradeLayout(to, from)
@@ -336,6 +388,14 @@ func upgradeLayout(from, to Table) ([]Step, error) {
 			Down: []string{fmt.Sprintf(`ALTER TABLE %s DROP COLUMN IF EXISTS "trace";`, name)}})
 	}
 	return steps, nil
+}
+
+// sameSerial reports whether two serial keys are the same.
+func sameSerial(a, b *Serial) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Keys, b.Keys)
 }
 
 // sameUnique reports whether two unique keys are the same.

@@ -41,6 +41,17 @@ type Table struct {
 	// Scheduled says the queue has periodic jobs, whose last inserted slot
 	// per schedule is kept in the schema's slots table.
 	Scheduled bool `json:",omitempty"`
+	// Serial, when set, adds the indexes with which a claim finds the
+	// first job of each key and the database refuses two running jobs of
+	// one key.
+	Serial *Serial `json:",omitempty"`
+}
+
+// Serial is the serial key of a queue's jobs: jobs with equal keys run one
+// at a time, in id order.
+type Serial struct {
+	// Keys are the payload keys that make up the key.
+	Keys []string
 }
 
 // CurrentLayout is the layout Create renders. Layout 2 added a
@@ -50,8 +61,11 @@ type Table struct {
 // context of the Enqueue call (NULL when nothing injected one).
 //
 // Layout 4 added the schema's workers table, where every running worker
-// proves that it is alive (see WorkersTable). Layout 5 added the schema's
-// counts table, where acknowledgements record per-minute activity (see
+// proves that it is alive (see WorkersTable); layout 5 added the schema's
+// queues table, which holds what workers of every process agree on about a
+// queue: whether it is paused and the recent starts its rate limit counts
+// (see QueuesTable), and the schema's counts table, where the statements
+// that acknowledge and resolve jobs record per-minute activity (see
 // CountsTable).
 const CurrentLayout = 5
 
@@ -133,6 +147,29 @@ func DropCounts(schema string) string {
 	return fmt.Sprintf("DROP TABLE IF EXISTS %s;\n", Counts(schema))
 }
 
+// QueuesTable is the unquoted name of the table, one per schema, that holds
+// one row per queue that was ever paused or rate limited: paused_at is set
+// while the queue is paused, and rate_slots/rate_counts log how many jobs
+// its claims started in each hundredth of its rate window. A queue without
+// a row is running and unlimited.
+const QueuesTable = "_skipjack_queues"
+
+// Queues is the quoted, schema-qualified name of the queues table of
+// schema.
+func Queues(schema string) string { return QuoteIdent(schema) + "." + QuoteIdent(QueuesTable) }
+
+// CreateQueues returns the DDL of the queues table of schema. Migrations
+// hold it once (not once per queue); CreateTable adds it to each queue's
+// table, since sqlc needs it to check the queries that use it.
+func CreateQueues(schema string) string {
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n    \"name\" text PRIMARY KEY,\n    \"paused_at\" timestamptz,\n    \"rate_slots\" bigint[] NOT NULL DEFAULT '{}',\n    \"rate_counts\" integer[] NOT NULL DEFAULT '{}'\n);\n", Queues(schema))
+}
+
+// DropQueues returns the DDL that drops the queues table of schema.
+func DropQueues(schema string) string {
+	return fmt.Sprintf("DROP TABLE IF EXISTS %s;\n", Queues(schema))
+}
+
 // Param is one storage parameter; Value is SQL text.
 type Param struct {
 	Name, Value string
@@ -178,7 +215,8 @@ type tableData struct {
 	Table, ClaimIndex, LeaseIndex                      string
 	CompletedIndex, FailedIndex, RunningCheck          string
 	UniqueIndex, UniqueExprs, UniqueStates, Slots      string
-	WorkersDDL, CountsDDL                              string
+	SerialIndex, SerialRunningIndex, SerialExprs       string
+	WorkersDDL, QueuesDDL, CountsDDL                   string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
 	Priority, Indexes                                  bool
@@ -196,6 +234,7 @@ func (t Table) data(indexes bool) tableData {
 		FailedIndex:    QuoteIdent(t.Name + "_failed_idx"),
 		RunningCheck:   QuoteIdent(t.Name + "_running_lease"),
 		WorkersDDL:     CreateWorkers(t.Schema),
+		QueuesDDL:      CreateQueues(t.Schema),
 		CountsDDL:      CreateCounts(t.Schema),
 		MaxAttempts:    t.MaxAttempts,
 		Priority:       t.Priority,
@@ -211,6 +250,11 @@ func (t Table) data(indexes bool) tableData {
 		d.UniqueIndex = QuoteIdent(t.Name + "_unique_idx")
 		d.UniqueExprs = t.Unique.exprs()
 		d.UniqueStates = t.Unique.statesSQL()
+	}
+	if t.Serial != nil {
+		d.SerialIndex = QuoteIdent(t.Name + "_serial_idx")
+		d.SerialRunningIndex = QuoteIdent(t.Name + "_serial_running_idx")
+		d.SerialExprs = keyExprs(t.Serial.Keys)
 	}
 	if t.Scheduled {
 		d.Slots = QuoteIdent(t.Schema) + "." + QuoteIdent(SlotsTable)
@@ -230,11 +274,27 @@ func (u *Unique) exprs() string {
 	if len(u.Keys) == 0 {
 		return `"payload"`
 	}
-	parts := make([]string, len(u.Keys))
-	for i, k := range u.Keys {
+	return keyExprs(u.Keys)
+}
+
+// keyExprs returns the index expressions of a key made of payload keys:
+// one per key, a missing key counting as JSON null.
+func keyExprs(keys []string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
 		parts[i] = fmt.Sprintf(`(coalesce("payload" -> %s, 'null'::jsonb))`, QuoteLiteral(k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// SameKey returns the SQL condition that the rows aliased a and b have the
+// same serial key.
+func (s *Serial) SameKey(a, b string) string {
+	parts := make([]string, len(s.Keys))
+	for i, k := range s.Keys {
+		parts[i] = fmt.Sprintf(`coalesce(%s."payload" -> %s, 'null'::jsonb) = coalesce(%s."payload" -> %s, 'null'::jsonb)`, a, QuoteLiteral(k), b, QuoteLiteral(k))
+	}
+	return strings.Join(parts, " AND ")
 }
 
 // statesSQL returns the quoted list of the key's states.

@@ -12,8 +12,10 @@
 //	skipjack jobs show   QUEUE ID... [--json]
 //	skipjack jobs retry  QUEUE (ID... | --state STATE)
 //	skipjack jobs cancel QUEUE (ID... | --state STATE)
+//	skipjack queues pause  QUEUE
+//	skipjack queues resume QUEUE
 //
-// migrate, stats, jobs and ui need only the YAML, the migrations folder and
+// migrate, stats, jobs, queues and ui need only the YAML, the migrations folder and
 // the database, no Go toolchain and no Go module: migrate applies the
 // migrations folder with the runtime's applier; stats, jobs and ui run the
 // queries of each queue's generated Admin on its table directly.

@@ -100,14 +100,14 @@ var commands = append([]command{
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
 	},
-}, jobsCommands...)
+}, append(jobsCommands, queuesCommands...)...)
 
 // usage is the CLI's overall usage.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: skipjack <command> [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-12s %s\n", c.name, strings.ReplaceAll(c.summary, "\n             ", "\n               "))
+		fmt.Fprintf(&b, "  %-13s %s\n", c.name, strings.ReplaceAll(c.summary, "\n             ", "\n                "))
 	}
 	b.WriteString("\nrun skipjack <command> -h for the flags of a command\n")
 	return b.String()
@@ -159,7 +159,7 @@ func run(args []string, e env) int {
 		return exitOK
 	}
 	name, rest := args[0], args[1:]
-	if name == "jobs" && len(rest) > 0 { // jobs list|show|retry|cancel
+	if (name == "jobs" || name == "queues") && len(rest) > 0 { // jobs list|show|retry|cancel, queues pause|resume
 		name, rest = name+" "+rest[0], rest[1:]
 	}
 	var c *command
@@ -170,6 +170,10 @@ func run(args []string, e env) int {
 	}
 	if c == nil && name == "jobs" {
 		fmt.Fprintf(e.stderr, "skipjack jobs: missing subcommand: list, show, retry or cancel\n\n%s", usage())
+		return exitUsage
+	}
+	if c == nil && name == "queues" {
+		fmt.Fprintf(e.stderr, "skipjack queues: missing subcommand: pause or resume\n\n%s", usage())
 		return exitUsage
 	}
 	if c == nil {

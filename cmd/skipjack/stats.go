@@ -28,6 +28,8 @@ type queueStats struct {
 	//
 	// Deprecated: use OldestPendingSeconds.
 	OldestPending time.Duration `json:"oldest_pending"`
+	// Paused reports whether the queue is paused (skipjack queues pause).
+	Paused bool `json:"paused"`
 }
 
 // stats prints the counts of every live queue, as a table or as JSON.
@@ -44,6 +46,7 @@ func stats(o options, e env) error {
 				Completed: s.Completed, Failed: s.Failed,
 				OldestPendingSeconds: s.OldestPending.Round(time.Millisecond).Seconds(),
 				OldestPending:        s.OldestPending,
+				Paused:               s.Paused,
 			})
 		}
 		if o.asJSON {
@@ -57,12 +60,15 @@ func stats(o options, e env) error {
 	})
 }
 
-// printStats prints rows as a table: queue names left-aligned, counts
-// right-aligned under their headers.
+// printStats prints rows as a table: queue names left-aligned (a paused
+// queue's marked so), counts right-aligned under their headers.
 func printStats(e env, rows []queueStats) error {
 	width := len("QUEUE")
-	for _, r := range rows {
-		width = max(width, len(r.Queue))
+	for i, r := range rows {
+		if r.Paused {
+			rows[i].Queue += " (paused)"
+		}
+		width = max(width, len(rows[i].Queue))
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %9s  %9s  %14s\n", width, "QUEUE", "PENDING", "SCHEDULED", "RUNNING", "COMPLETED", "FAILED", "OLDEST PENDING")

@@ -327,3 +327,44 @@ func TestJobsRetryCancelWithoutGo(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuesPauseResumeWithoutGo checks skipjack queues pause and resume:
+// they need no Go toolchain, persist in the database (stats --json reports
+// them), and say so when the queue is already in the state asked for.
+func TestQueuesPauseResumeWithoutGo(t *testing.T) {
+	yaml := opsProject(t)
+	dbURL := shopDatabase(t, yaml)
+	exe, err := exec.LookPath("skipjack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		args []string
+		want string // a substring of stdout
+	}{
+		{[]string{"queues", "pause", "send_email"}, "send_email: paused; 2 pending jobs wait, 0 running jobs finish"},
+		{[]string{"stats", "--json"}, `"paused": true`},
+		{[]string{"queues", "pause", "send_email"}, "send_email: already paused"},
+		{[]string{"queues", "resume", "send_email"}, "send_email: resumed; 2 pending jobs can be claimed"},
+		{[]string{"queues", "resume", "send_email"}, "send_email: already resumed"},
+	}
+	for _, s := range steps {
+		cmd := exec.Command(exe, s.args...)
+		cmd.Dir = filepath.Dir(yaml)
+		cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("skipjack %s: %v\nstderr:\n%s", strings.Join(s.args, " "), err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), s.want) {
+			t.Fatalf("skipjack %s: stdout lacks %q:\n%s", strings.Join(s.args, " "), s.want, stdout.String())
+		}
+	}
+	cmd := exec.Command(exe, "queues", "pause")
+	cmd.Dir = filepath.Dir(yaml)
+	cmd.Env = []string{"PATH=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "missing QUEUE") {
+		t.Errorf("queues pause without a queue: %v\n%s", err, out)
+	}
+}

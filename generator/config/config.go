@@ -136,6 +136,12 @@ type Queue struct {
 	Dropped bool
 	// Unique makes jobs with equal keys duplicates (nil: no unique key).
 	Unique *Unique
+	// Limits bound how many jobs of the queue run at once and start per
+	// window, all processes together (nil: no limit).
+	Limits *Limits
+	// Serial makes jobs with equal keys run one at a time in id order (nil:
+	// jobs run in parallel).
+	Serial *Serial
 	// Schedule are the queue's periodic jobs, in file order.
 	Schedule []Schedule
 	// MaxPayloadBytes caps the size of a job's encoded payload (0: no
@@ -156,6 +162,36 @@ type Unique struct {
 	// failed for queues that retain those).
 	States []string
 	// Pos is where the unique key is written.
+	Pos Pos
+}
+
+// Limits is a queue's limits: section, enforced by the database across all
+// the processes that work the queue.
+type Limits struct {
+	// Concurrency is how many jobs of the queue may be claimed (running or
+	// prefetched) at once; 0 means no limit.
+	Concurrency int
+	// Rate caps how many jobs start per window (nil: no cap).
+	Rate *Rate
+	// Pos is where limits: is written.
+	Pos Pos
+}
+
+// Rate is limits.rate: at most Count jobs start in any window of length
+// Per.
+type Rate struct {
+	// Count is how many jobs may start per window (at least 1).
+	Count int
+	// Per is the window's length (default 1s, at least MinRatePer).
+	Per time.Duration
+}
+
+// Serial is a queue's serial: section.
+type Serial struct {
+	// By are the payload field keys whose values make up the key, in the
+	// order written: jobs with equal keys run one at a time, in id order.
+	By []string
+	// Pos is where serial: is written.
 	Pos Pos
 }
 

@@ -121,6 +121,28 @@ func JSONSchema() []byte {
 					"states": obj{"type": "array", "uniqueItems": true, "items": obj{"enum": anyList(UniqueStates)}, "default": anyList(DefaultUniqueStates)},
 				},
 			},
+			"limits": obj{
+				"type": "object", "additionalProperties": false, "minProperties": 1,
+				"description": "Limits enforced by the database across all processes working the queue.",
+				"properties": obj{
+					"concurrency": obj{"type": "integer", "minimum": 1, "maximum": 2147483647, "description": "At most this many jobs of the queue claimed (running or prefetched) at once, all processes together."},
+					"rate": obj{
+						"type": "object", "additionalProperties": false, "required": []string{"count"},
+						"description": "At most count jobs started in any window of length per, all processes together.",
+						"properties": obj{
+							"count": obj{"type": "integer", "minimum": 1, "maximum": 2147483647},
+							"per":   duration("The window's length, 1s to 24h.", "1s"),
+						},
+					},
+				},
+			},
+			"serial": obj{
+				"type": "object", "additionalProperties": false, "required": []string{"by"},
+				"description": "Jobs with equal keys run one at a time, in enqueue (id) order; different keys run in parallel.",
+				"properties": obj{
+					"by": obj{"type": "array", "minItems": 1, "uniqueItems": true, "items": obj{"type": "string", "pattern": fieldKey.String()}, "description": "Payload fields of the key."},
+				},
+			},
 			"schedule": obj{
 				"type":        "array",
 				"description": "Periodic jobs, inserted by the queue's running workers, one per slot across all processes.",

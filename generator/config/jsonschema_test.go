@@ -162,6 +162,9 @@ func TestJSONSchemaKeys(t *testing.T) {
 		{"backoff", append(queue, "properties", "backoff", "properties"), backoffKeys},
 		{"retention", append(queue, "properties", "retention", "properties"), retentionKeys},
 		{"unique", append(queue, "properties", "unique", "properties"), uniqueKeys},
+		{"limits", append(queue, "properties", "limits", "properties"), limitsKeys},
+		{"rate", append(queue, "properties", "limits", "properties", "rate", "properties"), rateKeys},
+		{"serial", append(queue, "properties", "serial", "properties"), serialKeys},
 		{"schedule", append(queue, "properties", "schedule", "items", "properties"), scheduleKeys},
 		{"table", append(queue, "properties", "table", "properties"), storageParamNames},
 	}

@@ -87,7 +87,7 @@ var reservedPackages = map[string]bool{
 // one; a test ties this list to the rendered file.
 var QueueIdentifiers = []string{
 	"Name", "Payload", "Job", "Record", "DBTX", "Spec", "Enqueue", "EnqueueMany",
-	"CompleteTx", "Stats", "Get", "List", "Retry", "Cancel", "Admin",
+	"CompleteTx", "Stats", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Admin",
 	"Worker", "NewWorker", "queue",
 }
 

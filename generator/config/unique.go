@@ -26,7 +26,7 @@ func (w *walker) unique(e entry, q *Queue) *Unique {
 	}
 	s, _ := w.section(e.value, "unique", uniqueKeys)
 	if by, ok := s["by"]; ok {
-		u.By = w.uniqueBy(by, q.Payload)
+		u.By = w.keyFields(by, q.Payload, "unique")
 	}
 	if states, ok := s["states"]; ok {
 		if list, ok := w.uniqueStates(states, q); ok {
@@ -36,11 +36,17 @@ func (w *walker) unique(e entry, q *Queue) *Unique {
 	return u
 }
 
-// uniqueBy checks the payload fields that make up a unique key.
-func (w *walker) uniqueBy(e entry, payload []Field) []string {
+// keyFields checks the payload fields listed by the by: key of section
+// (unique or serial) that make up a key, and returns them in the order
+// written.
+func (w *walker) keyFields(e entry, payload []Field, section string) []string {
 	items, ok := w.stringList(e, "[user_id, week]")
 	if ok && len(items) == 0 {
-		w.errorf(e.value, "unique.by lists no fields; leave by out to make the whole payload the key")
+		if section == "unique" {
+			w.errorf(e.value, "unique.by lists no fields; leave by out to make the whole payload the key")
+		} else {
+			w.errorf(e.value, "%s.by lists no fields; list the payload fields whose equal values make jobs run one at a time", section)
+		}
 		return nil
 	}
 	keys := make([]string, len(payload))
@@ -51,18 +57,18 @@ func (w *walker) uniqueBy(e entry, payload []Field) []string {
 	seen := make(map[string]int)
 	for _, it := range items {
 		if line, dup := seen[it.value]; dup {
-			w.errorf(it.node, "duplicate field %q in unique.by (first on line %d)", it.value, line)
+			w.errorf(it.node, "duplicate field %q in %s.by (first on line %d)", it.value, section, line)
 			continue
 		}
 		seen[it.value] = it.node.Line
 		i := slices.Index(keys, it.value)
 		if i < 0 {
-			w.errorf(it.node, "unknown field %q in unique.by: the payload has no such field%s", it.value, didYouMean(it.value, keys))
+			w.errorf(it.node, "unknown field %q in %s.by: the payload has no such field%s", it.value, section, didYouMean(it.value, keys))
 			continue
 		}
 		if t := payload[i].Type; t != nil {
 			if why := keyProblem(t); why != "" {
-				w.errorf(it.node, "field %q (%s) cannot be part of a unique key: %s", it.value, t, why)
+				w.errorf(it.node, "field %q (%s) cannot be part of a %s key: %s", it.value, t, section, why)
 				continue
 			}
 		}
@@ -71,9 +77,9 @@ func (w *walker) uniqueBy(e entry, payload []Field) []string {
 	return by
 }
 
-// keyProblem says why a field of type t cannot be part of a unique key, or
-// returns "". A key must have one JSON spelling per value, so that equal
-// values make equal keys in the unique index.
+// keyProblem says why a field of type t cannot be part of a unique or
+// serial key, or returns "". A key must have one JSON spelling per value,
+// so that equal values make equal keys in the key's index.
 func keyProblem(t *TypeExpr) string {
 	switch t.Kind {
 	case KindPointer:

@@ -34,7 +34,7 @@ var MigrationFormats = []string{"plain", "goose", "golang-migrate", "tern"}
 var (
 	topKeys        = []string{"version", "name", "out", "migrations", "schema", "types", "queues"}
 	migrationsKeys = []string{"dir", "format"}
-	queueKeys      = []string{"payload", "max_attempts", "backoff", "timeout", "lease", "priority", "notify", "retention", "table", "dropped", "unique", "schedule", "max_payload_bytes"}
+	queueKeys      = []string{"payload", "max_attempts", "backoff", "timeout", "lease", "priority", "notify", "retention", "table", "dropped", "unique", "schedule", "max_payload_bytes", "limits", "serial"}
 	backoffKeys    = []string{"min", "max"}
 	retentionKeys  = []string{"completed", "failed"}
 )
@@ -273,6 +273,13 @@ func (w *walker) queue(p entry, scope *typeScope, types []Struct) Queue {
 	}
 	if e, ok := s["schedule"]; ok {
 		q.Schedule = w.schedules(e, &q, types)
+	}
+	if e, ok := s["limits"]; ok {
+		q.Limits = w.limits(e)
+	}
+	// serial refers to the payload and the schedules above.
+	if e, ok := s["serial"]; ok {
+		q.Serial = w.serial(e, &q)
 	}
 	return q
 }

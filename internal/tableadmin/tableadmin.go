@@ -33,7 +33,7 @@ type DBTX interface {
 }
 
 // The queries an Admin runs, by their sqlc names.
-var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Activity", "FailureGroups"}
+var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups"}
 
 // Admin is the operations view of one queue's table.
 type Admin struct {
@@ -139,7 +139,7 @@ func (a *Admin) Name() string { return a.name }
 func (a *Admin) Stats(ctx context.Context) (skipjack.Stats, error) {
 	var s skipjack.Stats
 	var oldest pgtype.Interval
-	err := a.db.QueryRow(ctx, a.sql["Stats"]).Scan(&s.Pending, &s.Scheduled, &s.Running, &s.Completed, &s.Failed, &oldest)
+	err := a.db.QueryRow(ctx, a.sql["Stats"]).Scan(&s.Pending, &s.Scheduled, &s.Running, &s.Completed, &s.Failed, &oldest, &s.Paused)
 	if err != nil {
 		return skipjack.Stats{}, a.wrap(err)
 	}
@@ -307,6 +307,22 @@ func (a *Admin) Retry(ctx context.Context, ids ...int64) (int64, error) {
 // many jobs changed.
 func (a *Admin) Cancel(ctx context.Context, ids ...int64) (int64, error) {
 	return a.change(ctx, "Cancel", ids)
+}
+
+// Pause stops every process from claiming the queue's jobs until Resume.
+func (a *Admin) Pause(ctx context.Context) error {
+	if _, err := a.db.Exec(ctx, a.sql["Pause"]); err != nil {
+		return a.wrap(err)
+	}
+	return nil
+}
+
+// Resume lets workers claim the queue's jobs again.
+func (a *Admin) Resume(ctx context.Context) error {
+	if _, err := a.db.Exec(ctx, a.sql["Resume"]); err != nil {
+		return a.wrap(err)
+	}
+	return nil
 }
 
 func (a *Admin) change(ctx context.Context, query string, ids []int64) (int64, error) {

@@ -245,6 +245,11 @@ func (r *runner[T]) settle(list *[]*entry[T], batch []*entry[T], matched []int64
 	}
 	r.mu.Unlock()
 	signal(r.slotFreed)
+	if err == nil && (r.spec.Serial || r.spec.limited()) {
+		// The jobs just settled held a serial key or counted against a
+		// limit: the jobs they held back can be claimed now.
+		signal(r.poke)
+	}
 	if err == nil && len(matched) < len(batch) {
 		r.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
 			"results", len(batch), "matched", len(matched))

@@ -29,8 +29,12 @@ type StatsRow interface {
 		Completed     int64
 		Failed        int64
 		OldestPending time.Duration
+		Paused        bool
 	}
 }
+
+// HeadroomRow is the shape of the row of a queue's Headroom query.
+type HeadroomRow interface{ ~headroom }
 
 // CompleteRow is the shape of the rows of a queue's Complete query.
 type CompleteRow interface{ ~completeRow }
@@ -53,7 +57,7 @@ type CopyAtRow interface{ ~copyAtRow }
 // positional). The type parameters are the queue's own row types; their
 // shapes are fixed by the constraints above, so the runtime converts them
 // once, here, for every queue.
-type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow, K CompleteRow] interface {
+type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow] interface {
 	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
 	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
 	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
@@ -77,6 +81,10 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	Activity(ctx context.Context, since time.Time) ([]V, error)
 	Retry(ctx context.Context, ids []int64) (int64, error)
 	Cancel(ctx context.Context, ids []int64) (int64, error)
+	Admit(ctx context.Context) error
+	Headroom(ctx context.Context) (R, error)
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
 }
 
 // uniqueQueries are the extra queries of a queue with a unique key.
@@ -110,6 +118,8 @@ type queries interface {
 	list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error)
 	retry(ctx context.Context, ids []int64) (int64, error)
 	cancel(ctx context.Context, ids []int64) (int64, error)
+	pause(ctx context.Context) error
+	resume(ctx context.Context) error
 	failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error)
 	activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error)
 	unique() uniqueQueries
@@ -118,11 +128,11 @@ type queries interface {
 }
 
 // binding adapts one queue's sqlc Queries to queries.
-type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow, K CompleteRow] struct {
-	q Queries[C, H, G, L, S, E, A, V, F, K]
+type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow] struct {
+	q Queries[C, H, G, L, S, E, A, R, V, F, K]
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
 	if err != nil {
 		return nil, err
@@ -134,7 +144,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) Claim(ctx context.Context, limit 
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]int64, time.Time, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]int64, time.Time, error) {
 	rows, err := b.q.Complete(ctx, ids, claims, waits)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -148,7 +158,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) Complete(ctx context.Context, ids
 	return matched, at, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
 	ids := make([]int64, len(rs))
 	claims := make([]int32, len(rs))
 	outcomes := make([]string, len(rs))
@@ -160,7 +170,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) Resolve(ctx context.Context, rs [
 	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Heartbeat(ctx context.Context, ids []int64, claims []int32, lease time.Duration) (alive, cancelled []int64, err error) {
 	rows, err := b.q.Heartbeat(ctx, ids, claims, lease)
 	if err != nil {
 		return nil, nil, err
@@ -176,23 +186,23 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) Heartbeat(ctx context.Context, id
 	return alive, cancelled, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Release(ctx context.Context, ids []int64, claims []int32) (int64, error) {
 	return b.q.Release(ctx, ids, claims)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Rescue(ctx context.Context, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Rescue(ctx context.Context, limit int) (int64, error) {
 	return b.q.Rescue(ctx, int32(limit))
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Live(ctx context.Context, worker string, lease time.Duration) error {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Live(ctx context.Context, worker string, lease time.Duration) error {
 	return b.q.Live(ctx, worker, lease)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Gone(ctx context.Context, worker string) error {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Gone(ctx context.Context, worker string) error {
 	return b.q.Gone(ctx, worker)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error) {
 	var n int64
 	if completedAge > 0 {
 		c, err := b.q.PruneCompleted(ctx, completedAge, int32(limit))
@@ -211,7 +221,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) Prune(ctx context.Context, comple
 	return n, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
 	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace)
 }
 
@@ -232,7 +242,7 @@ type (
 	}
 )
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
 	if runAt == nil {
 		rows := make([]E, len(payloads))
 		for i, p := range payloads {
@@ -247,15 +257,15 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) enqueueCopy(ctx context.Context, 
 	return b.q.EnqueueCopyAt(ctx, rows)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) now(ctx context.Context, delay time.Duration) (time.Time, error) {
 	return b.q.Now(ctx, delay)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) completeOne(ctx context.Context, id int64, claim int32) (int64, error) {
 	return b.q.CompleteOne(ctx, id, claim)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) stats(ctx context.Context) (skipjack.Stats, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) stats(ctx context.Context) (skipjack.Stats, error) {
 	s, err := b.q.Stats(ctx)
 	if err != nil {
 		return skipjack.Stats{}, err
@@ -263,11 +273,11 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) stats(ctx context.Context) (skipj
 	return skipjack.Stats(s), nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) countFinished(ctx context.Context, state string, since time.Time) (int64, error) {
 	return b.q.CountFinished(ctx, state, since)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) get(ctx context.Context, id int64) (*skipjack.Record[[]byte], error) {
 	row, err := b.q.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -275,7 +285,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) get(ctx context.Context, id int64
 	return record(recordRow(row)), nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) list(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
 	payload := "{}"
 	if p.Payload != "" {
 		payload = p.Payload
@@ -291,7 +301,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) list(ctx context.Context, p skipj
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) failureGroups(ctx context.Context, limit int) ([]skipjack.FailureGroup, error) {
 	rows, err := b.q.FailureGroups(ctx, int32(limit), skipjack.FailureGroupsScan)
 	if err != nil {
 		return nil, err
@@ -306,7 +316,7 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) failureGroups(ctx context.Context
 
 // activity sums the rows of the counts table (one per minute and worker)
 // per minute.
-func (b binding[C, H, G, L, S, E, A, V, F, K]) activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) activity(ctx context.Context, since time.Time) ([]skipjack.ActivityMinute, error) {
 	rows, err := b.q.Activity(ctx, since)
 	if err != nil {
 		return nil, err
@@ -326,27 +336,51 @@ func (b binding[C, H, G, L, S, E, A, V, F, K]) activity(ctx context.Context, sin
 	return out, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) retry(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) retry(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Retry(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) cancel(ctx context.Context, ids []int64) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) cancel(ctx context.Context, ids []int64) (int64, error) {
 	return b.q.Cancel(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) unique() uniqueQueries {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Admit(ctx context.Context) error {
+	return b.q.Admit(ctx)
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Headroom(ctx context.Context) (headroom, error) {
+	h, err := b.q.Headroom(ctx)
+	return headroom(h), err
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) pause(ctx context.Context) error {
+	return b.q.Pause(ctx)
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) resume(ctx context.Context) error {
+	return b.q.Resume(ctx)
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) unique() uniqueQueries {
 	u, _ := b.q.(uniqueQueries)
 	return u
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) quiet() quietQueries {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) quiet() quietQueries {
 	q, _ := b.q.(quietQueries)
 	return q
 }
 
-func (b binding[C, H, G, L, S, E, A, V, F, K]) slots() slotQueries {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) slots() slotQueries {
 	s, _ := b.q.(slotQueries)
 	return s
+}
+
+// headroom is the shape of HeadroomRow: why a claim came back short.
+type headroom = struct {
+	Due        bool  // due pending jobs wait
+	Claimed    int32 // jobs claimed (running or prefetched) in all processes
+	RateWaitMs int64 // milliseconds until the rate window has room again
 }
 
 // heartbeatRow is the shape of HeartbeatRow.

@@ -140,9 +140,11 @@ func (f *fakeStore) failureGroups(context.Context, int) ([]skipjack.FailureGroup
 func (f *fakeStore) activity(context.Context, time.Time) ([]skipjack.ActivityMinute, error) {
 	return nil, nil
 }
-func (f *fakeStore) unique() uniqueQueries { return nil }
-func (f *fakeStore) slots() slotQueries    { return nil }
-func (f *fakeStore) quiet() quietQueries   { return nil }
+func (f *fakeStore) pause(context.Context) error  { return nil }
+func (f *fakeStore) resume(context.Context) error { return nil }
+func (f *fakeStore) unique() uniqueQueries        { return nil }
+func (f *fakeStore) slots() slotQueries           { return nil }
+func (f *fakeStore) quiet() quietQueries          { return nil }
 
 func (f *fakeStore) completed() []int64 {
 	f.mu.Lock()

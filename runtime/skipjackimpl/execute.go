@@ -27,6 +27,10 @@ func (r *runner[T]) handlerLoop() {
 			return
 		default:
 		}
+		if r.budget != nil && !r.budget.Acquire(r.member, r.stopHandlers) {
+			signal(r.avail)
+			return
+		}
 		switch e, ctx := r.pop(); {
 		case e == nil:
 		case ctx == nil:
@@ -35,6 +39,9 @@ func (r *runner[T]) handlerLoop() {
 			r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRelease}, false)
 		default:
 			r.admit(ctx, e)
+		}
+		if r.budget != nil {
+			r.budget.Release()
 		}
 	}
 }

@@ -2,8 +2,10 @@ package skipjackimpl
 
 import (
 	"context"
+
 	"encoding/json"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"runtime/debug"
 	"time"
 
@@ -154,13 +156,26 @@ func (r *runner[T]) reserve() int {
 func (r *runner[T]) claim(limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+	rows, short, err := r.claimRows(ctx, limit)
+	took := time.Since(start)
+	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
+		// The unique index of running serial keys refused the claim: a
+		// job of one of its keys was claimed (or made running) by a
+		// transaction that committed after this claim's snapshot. Nothing
+		// was claimed; the next claim sees that job and skips its key.
+		r.log.Debug("skipjack: a claim raced another for a serial key; claiming again", "error", err)
+		rows, err = nil, nil
+		r.noteDue(min(limitPoll, r.cfg.PollInterval))
+	}
+	if short != nil {
+		r.awaitHeadroom(*short)
+	}
 	cancel()
 	if err != nil {
 		rows = nil
 		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
 	}
-	r.claimDone(limit, len(rows), time.Since(start), err)
+	r.claimDone(limit, len(rows), took, err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
 	// once, rather than on the handler goroutines, whose stacks the GC
 	// keeps shrinking while they idle.
@@ -209,6 +224,60 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		signal(r.slotFreed)
 	}
 	return len(rows), err
+}
+
+// claimRows runs the claim statement. A queue with limits or a serial key
+// claims after Admit in one READ COMMITTED transaction on the control
+// pool: Admit makes the claims of a limited queue take turns across all
+// processes, so that each counts the jobs the ones before it claimed, and
+// steers the planner to the claim's index scans. When a limited claim comes
+// back short, the same transaction asks why (Headroom) and returns it.
+func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, *headroom, error) {
+	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
+		rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+		return rows, nil, err
+	}
+	var rows []ClaimedRow
+	var short *headroom
+	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		qs := r.w.bind(tx).(limitStore)
+		if err := qs.Admit(ctx); err != nil {
+			return fmt.Errorf("admit: %w", err)
+		}
+		var err error
+		if rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveID); err != nil {
+			return err
+		}
+		if len(rows) < limit && r.spec.limited() {
+			h, err := qs.Headroom(ctx)
+			if err != nil {
+				return fmt.Errorf("headroom: %w", err)
+			}
+			short = &h
+		}
+		return nil
+	})
+	return rows, short, err
+}
+
+// limitPoll is how soon a worker of a queue whose concurrency limit is
+// reached claims again: jobs that other processes finish free the limit
+// without telling it.
+const limitPoll = 50 * time.Millisecond
+
+// awaitHeadroom schedules, after a claim of a queue with limits came back
+// short, the next claim for when the limit that held it back has room
+// again: the moment the oldest start leaves the rate window, or limitPoll
+// while the concurrency limit is reached. An empty queue waits for its
+// notifications and polls as usual.
+func (r *runner[T]) awaitHeadroom(h headroom) {
+	switch {
+	case !h.Due:
+	case h.RateWaitMs > 0:
+		r.noteDue(time.Duration(h.RateWaitMs) * time.Millisecond)
+	case r.spec.LimitConcurrency > 0 && int(h.Claimed) >= r.spec.LimitConcurrency:
+		r.noteDue(min(limitPoll, r.cfg.PollInterval))
+	}
 }
 
 // decode decodes a payload into p. A panic of the payload type's own

@@ -14,12 +14,13 @@ import (
 type statsShape struct {
 	Pending, Scheduled, Running, Completed, Failed int64
 	OldestPending                                  time.Duration
+	Paused                                         bool
 }
 
 // fakeQueries has the method set of a queue's sqlc Queries (calling any
 // method panics); NewQueue only inspects it.
 type fakeQueries struct {
-	Queries[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, activityRow, failureGroupRow, completeRow]
+	Queries[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, headroom, activityRow, failureGroupRow, completeRow]
 	db any
 }
 
@@ -42,7 +43,7 @@ func TestNewQueueBindsSqlcNew(t *testing.T) {
 		got = append(got, db)
 		return &fakeQueries{db: db}
 	})
-	b := q.bind(nil).(binding[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, activityRow, failureGroupRow, completeRow])
+	b := q.bind(nil).(binding[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, headroom, activityRow, failureGroupRow, completeRow])
 	if db := b.q.(*fakeQueries).db; db != nil {
 		t.Errorf("bind(nil) gave New %v, want nil", db)
 	}

@@ -37,7 +37,7 @@ type Queue[P any] struct {
 // unique key or schedules but the queries lack the methods (with the
 // signatures) the runtime calls for them, which would otherwise turn those
 // features off silently.
-func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, V, F, K], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, V ActivityRow, F FailureGroupRow, K CompleteRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
+func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, R, V, F, K], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
 	if d := reflect.TypeFor[D](); d.Kind() != reflect.Interface || !reflect.TypeFor[DBTX]().Implements(d) {
 		panic(fmt.Sprintf("skipjack: queue %s: its generated queries run on %v, which skipjack.DBTX does not satisfy; regenerate it with a matching skipjack", spec.Name, d))
 	}
@@ -53,7 +53,7 @@ func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, V, F, K], C ClaimRow, H H
 		spec: spec.withDefaults(),
 		bind: func(db DBTX) queries {
 			d, _ := db.(D) // fails only for a nil db, which stays nil
-			return binding[C, H, G, L, S, E, A, V, F, K]{q: newQueries(d)}
+			return binding[C, H, G, L, S, E, A, R, V, F, K]{q: newQueries(d)}
 		},
 	}
 }
@@ -314,6 +314,25 @@ func (q *Queue[P]) Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, er
 	return n, nil
 }
 
+// Pause stops every process from claiming the queue's jobs until Resume:
+// its jobs stay pending, enqueueing still works and jobs already claimed
+// run on. Workers see it at their next claim.
+func (q *Queue[P]) Pause(ctx context.Context, db DBTX) error {
+	if err := q.bind(db).pause(ctx); err != nil {
+		return fmt.Errorf("pause %s: %w", q.spec.Name, err)
+	}
+	return nil
+}
+
+// Resume lets workers claim the queue's jobs again and wakes those that
+// listen for notifications.
+func (q *Queue[P]) Resume(ctx context.Context, db DBTX) error {
+	if err := q.bind(db).resume(ctx); err != nil {
+		return fmt.Errorf("resume %s: %w", q.spec.Name, err)
+	}
+	return nil
+}
+
 // Admin returns the untyped operations view of the queue on db.
 func (q *Queue[P]) Admin(db DBTX) skipjack.QueueAdmin { return admin[P]{q: q, db: db} }
 
@@ -321,7 +340,7 @@ func (q *Queue[P]) Admin(db DBTX) skipjack.QueueAdmin { return admin[P]{q: q, db
 // from pool.
 func (q *Queue[P]) NewWorker(pool *pgxpool.Pool, handle func(context.Context, *skipjack.Job[P]) error, cfg skipjack.WorkerConfig) *skipjack.Worker[P] {
 	w := new(skipjack.Worker[P])
-	link.SetWorkerRun(w, newWorker(pool, q.spec, q.bind(pool), handle, cfg).withControlPool(q.bind).Run)
+	link.SetWorkerRun(w, newWorker(pool, q.spec, q.bind(pool), handle, cfg).withControlPool(q.bind).runIn)
 	return w
 }
 
@@ -428,6 +447,10 @@ func (a admin[P]) Retry(ctx context.Context, ids ...int64) (int64, error) {
 func (a admin[P]) Cancel(ctx context.Context, ids ...int64) (int64, error) {
 	return a.q.Cancel(ctx, a.db, ids...)
 }
+
+func (a admin[P]) Pause(ctx context.Context) error { return a.q.Pause(ctx, a.db) }
+
+func (a admin[P]) Resume(ctx context.Context) error { return a.q.Resume(ctx, a.db) }
 
 // rawMessage retypes a record's payload as JSON.
 func rawMessage(r *skipjack.Record[[]byte]) *skipjack.Record[json.RawMessage] {

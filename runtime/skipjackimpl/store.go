@@ -33,7 +33,20 @@ type QueueSpec struct {
 	MaxPayloadBytes int
 	// Schedules are the queue's periodic jobs.
 	Schedules []Schedule
+	// Serial reports whether jobs with equal serial keys run one at a time.
+	Serial bool
+	// LimitConcurrency caps the queue's claimed jobs in all processes
+	// together; 0 means no cap.
+	LimitConcurrency int
+	// RateCount caps the jobs claimed in any window of RatePer in all
+	// processes together; 0 means no cap.
+	RateCount int
+	RatePer   time.Duration
 }
+
+// limited reports whether the queue's claims take turns under Admit's lock
+// and count against a limit.
+func (s QueueSpec) limited() bool { return s.LimitConcurrency > 0 || s.RateCount > 0 }
 
 // claimedShape is the shape of ClaimRow, an unnamed struct type so the
 // constraint can name it with ~.
@@ -125,4 +138,16 @@ type store interface {
 	// (when completedAge > 0) and failed jobs older than failedAge (when
 	// failedAge > 0), returning how many it deleted.
 	Prune(ctx context.Context, completedAge, failedAge time.Duration, limit int) (int64, error)
+}
+
+// limitStore is the SQL of a queue with limits or a serial key, whose
+// Claim runs after Admit in one READ COMMITTED transaction.
+type limitStore interface {
+	store
+	// Admit prepares the claim's transaction: it takes the lock under
+	// which a limited queue's claims take turns, and steers the planner
+	// to the claim's index scans, until the transaction ends.
+	Admit(ctx context.Context) error
+	// Headroom says why a claim came back short.
+	Headroom(ctx context.Context) (headroom, error)
 }

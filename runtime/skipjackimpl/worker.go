@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/link"
 )
 
 const (
@@ -105,22 +106,41 @@ func (s QueueSpec) withDefaults() QueueSpec {
 // A Worker runs once at a time; Run returns an error if it is already
 // running.
 func (w *Worker[T]) Run(ctx context.Context) error {
+	return w.runIn(ctx, nil)
+}
+
+// runIn is Run with the handler budget of the group the worker runs in
+// (skipjack.RunGroup), or nil: every handler holds one of its tokens while
+// its job runs.
+func (w *Worker[T]) runIn(ctx context.Context, budget *link.Budget) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("run %s: worker is already running", w.spec.Name)
 	}
 	defer w.running.Store(false)
-	return newRunner(w).run(ctx)
+	r := newRunner(w)
+	if budget != nil {
+		r.budget, r.member = budget, budget.Join()
+	}
+	return r.run(ctx)
 }
 
 // runner is the state of one Run.
 type runner[T any] struct {
-	w      *Worker[T]
-	spec   QueueSpec
-	cfg    skipjack.WorkerConfig
-	store  store
-	log    *slog.Logger
-	iso    *isolation // of the workers sharing the pool (isolate.go)
-	liveID string     // this run's row in the workers table, and the worker column of its claims
+	w     *Worker[T]
+	spec  QueueSpec
+	cfg   skipjack.WorkerConfig
+	store store
+	log   *slog.Logger
+	iso   *isolation // of the workers sharing the pool (isolate.go)
+	// control is the pool the worker's own statements run on (nil when
+	// they run on a store given as is, in tests): claims of a queue with
+	// limits open their transactions there.
+	control *pgxpool.Pool
+	// budget is the handler budget of the group this run belongs to (nil
+	// outside skipjack.RunGroup), in which it is member number member.
+	budget *link.Budget
+	member int
+	liveID string // this run's row in the workers table, and the worker column of its claims
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
 	maxHeld      int           // prefetched + running
@@ -178,6 +198,13 @@ type entry[T any] struct {
 func newRunner[T any](w *Worker[T]) *runner[T] {
 	c := w.cfg.Concurrency
 	b := w.cfg.BatchSize
+	maxHeld := 2 * c
+	if w.spec.limited() {
+		// A queue with limits prefetches nothing: a prefetched job would
+		// count against the concurrency limit without running, and would
+		// start later than the claim that the rate limit counted.
+		maxHeld = c
+	}
 	return &runner[T]{
 		w:            w,
 		spec:         w.spec,
@@ -186,7 +213,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		log:          w.cfg.Logger.With("queue", w.spec.Name),
 		liveID:       liveID(w.cfg.WorkerID),
 		stmtTimeout:  statementTimeout(w.spec.Lease),
-		maxHeld:      2 * c,
+		maxHeld:      maxHeld,
 		minClaim:     max(1, min(b, c)/2),
 		backlogLimit: 2 * max(b, c),
 		held:         make(map[int64]*entry[T]),
@@ -214,6 +241,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 		defer control.Close()
 		warm(control, maxClaimsInFlight)
 		r.store = r.w.bind(control)
+		r.control = control
 	}
 	if err := r.live(r.stmtTimeout); err != nil {
 		if missingTable(err) {

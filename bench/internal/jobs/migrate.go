@@ -210,10 +210,17 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
 	},
 	{
 		Version: 5,
-		Name:    "0005_skipjack_add_counts",
+		Name:    "0005_skipjack_update",
 		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
+);
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "queue" text NOT NULL,
@@ -225,6 +232,136 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "waits" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[21]),
     PRIMARY KEY ("queue", "minute", "worker")
 );
+
+CREATE TABLE "skipjack"."capped" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
+    CONSTRAINT "capped_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "capped_claim_idx" ON "skipjack"."capped" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "capped_lease_idx" ON "skipjack"."capped" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "capped_completed_idx" ON "skipjack"."capped" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "capped_failed_idx" ON "skipjack"."capped" ("finished_at") WHERE "state" = 'failed';
+
+CREATE OR REPLACE FUNCTION "skipjack"."capped_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.capped', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "capped_notify" AFTER INSERT ON "skipjack"."capped"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."capped_notify"();
+
+CREATE TABLE "skipjack"."paced" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
+    CONSTRAINT "paced_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "paced_claim_idx" ON "skipjack"."paced" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "paced_lease_idx" ON "skipjack"."paced" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "paced_completed_idx" ON "skipjack"."paced" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "paced_failed_idx" ON "skipjack"."paced" ("finished_at") WHERE "state" = 'failed';
+
+CREATE OR REPLACE FUNCTION "skipjack"."paced_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.paced', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "paced_notify" AFTER INSERT ON "skipjack"."paced"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."paced_notify"();
+
+CREATE TABLE "skipjack"."keyed" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
+    CONSTRAINT "keyed_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "keyed_claim_idx" ON "skipjack"."keyed" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "keyed_lease_idx" ON "skipjack"."keyed" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "keyed_completed_idx" ON "skipjack"."keyed" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "keyed_failed_idx" ON "skipjack"."keyed" ("finished_at") WHERE "state" = 'failed';
+
+CREATE INDEX "keyed_serial_idx" ON "skipjack"."keyed" ((coalesce("payload" -> 'n', 'null'::jsonb)), "id") WHERE "state" IN ('pending', 'running');
+
+CREATE UNIQUE INDEX "keyed_serial_running_idx" ON "skipjack"."keyed" ((coalesce("payload" -> 'n', 'null'::jsonb))) WHERE "state" = 'running';
+
+CREATE OR REPLACE FUNCTION "skipjack"."keyed_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.keyed', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "keyed_notify" AFTER INSERT ON "skipjack"."keyed"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."keyed_notify"();
 `,
 	},
 }

@@ -135,10 +135,17 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
 	},
 	{
 		Version: 4,
-		Name:    "0004_skipjack_add_counts",
+		Name:    "0004_skipjack_update",
 		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
+);
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "queue" text NOT NULL,
@@ -150,14 +157,6 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "waits" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[21]),
     PRIMARY KEY ("queue", "minute", "worker")
 );
-`,
-	},
-	{
-		Version: 5,
-		Name:    "0005_skipjack_add_sync_account",
-		Up: `SET LOCAL lock_timeout = '100ms';
-
-CREATE SCHEMA IF NOT EXISTS "skipjack";
 
 CREATE TABLE "skipjack"."sync_account" (
     "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

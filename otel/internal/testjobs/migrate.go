@@ -93,10 +93,17 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
 	},
 	{
 		Version: 3,
-		Name:    "0003_skipjack_add_counts",
+		Name:    "0003_skipjack_update",
 		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
+);
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "queue" text NOT NULL,

@@ -7,8 +7,10 @@ package link
 import "context"
 
 // SetWorkerRun makes w, a *skipjack.Worker[P] for any P, run run when its
-// Run method is called. Package skipjack sets it in its init.
-var SetWorkerRun func(w any, run func(context.Context) error)
+// Run method is called (with a nil budget) or skipjack.RunGroup runs it
+// (with the group's budget, which every handler holds a token of while it
+// runs). Package skipjack sets it in its init.
+var SetWorkerRun func(w any, run func(context.Context, *Budget) error)
 
 // InjectTrace returns the trace context of ctx per the process's
 // skipjack.TracePropagator, or nil without one. Package skipjack sets it

@@ -351,10 +351,17 @@ CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_workers" (
 	},
 	{
 		Version: 21,
-		Name:    "0021_skipjack_add_counts",
+		Name:    "0021_skipjack_update",
 		Up: `SET LOCAL lock_timeout = '100ms';
 
 CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+
+CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
+);
 
 CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_counts" (
     "queue" text NOT NULL,

@@ -93,6 +93,17 @@ func Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
 	return queue.Cancel(ctx, db, ids...)
 }
 
+// Pause stops every process from claiming tock jobs until Resume: they
+// stay pending, Enqueue still works and jobs already claimed run on.
+func Pause(ctx context.Context, db DBTX) error {
+	return queue.Pause(ctx, db)
+}
+
+// Resume lets workers claim tock jobs again.
+func Resume(ctx context.Context, db DBTX) error {
+	return queue.Resume(ctx, db)
+}
+
 // Admin returns the queue's untyped operations view on db, for tools.
 func Admin(db DBTX) skipjack.QueueAdmin {
 	return queue.Admin(db)

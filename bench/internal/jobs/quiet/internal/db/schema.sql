@@ -29,6 +29,13 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workers" (
     "stopped_at" timestamptz
 );
 
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_queues" (
+    "name" text PRIMARY KEY,
+    "paused_at" timestamptz,
+    "rate_slots" bigint[] NOT NULL DEFAULT '{}',
+    "rate_counts" integer[] NOT NULL DEFAULT '{}'
+);
+
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "queue" text NOT NULL,
     "minute" timestamptz NOT NULL,

@@ -37,6 +37,14 @@ type SkipjackSkipjackCount struct {
 	Waits     []int64
 }
 
+// SkipjackSkipjackQueue is a row of the queue table.
+type SkipjackSkipjackQueue struct {
+	Name       string
+	PausedAt   *time.Time
+	RateSlots  []int64
+	RateCounts []int32
+}
+
 // SkipjackSkipjackWorker is a row of the queue table.
 type SkipjackSkipjackWorker struct {
 	ID        string

@@ -45,11 +45,12 @@ INSERT INTO "skipjack"."tick" ("payload", "priority", "run_at", "trace") VALUES 
 SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 
 -- name: Claim :many
--- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold.
+-- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing.
 WITH picked AS (
-    SELECT "id" FROM "skipjack"."tick"
-    WHERE "state" = 'pending' AND "run_at" <= now()
-    ORDER BY "run_at", "id"
+    SELECT c."id" FROM "skipjack"."tick" AS c
+    WHERE c."state" = 'pending' AND c."run_at" <= now()
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'tick' AND "paused_at" IS NOT NULL)
+    ORDER BY c."run_at", c."id"
     LIMIT sqlc.arg(max)
     FOR NO KEY UPDATE SKIP LOCKED
 )
@@ -61,6 +62,32 @@ SET "state" = 'running',
     "worker" = sqlc.arg(worker)::text
 WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
+
+-- name: Admit :exec
+-- Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true);
+
+-- name: Headroom :one
+-- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).
+SELECT
+    EXISTS (SELECT FROM "skipjack"."tick" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
+    (SELECT count(*) FROM "skipjack"."tick" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
+    0::bigint AS rate_wait_ms;
+
+-- name: Pause :exec
+-- Pause stops every process from claiming the queue's jobs until Resume; jobs already claimed run on, and enqueueing still works.
+INSERT INTO "skipjack"."_skipjack_queues" AS q ("name", "paused_at")
+VALUES ('tick', now())
+ON CONFLICT ("name") DO UPDATE SET "paused_at" = coalesce(q."paused_at", EXCLUDED."paused_at");
+
+-- name: Resume :exec
+-- Resume lets workers claim the queue's jobs again and wakes them.
+WITH resumed AS (
+    UPDATE "skipjack"."_skipjack_queues" SET "paused_at" = NULL
+    WHERE "name" = 'tick' AND "paused_at" IS NOT NULL
+    RETURNING "name"
+)
+SELECT pg_notify('skipjack.tick', '') FROM resumed;
 
 -- name: Complete :many
 -- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, adding waits (the histogram of how long the batch's jobs waited from run_at until their handlers started, which the runtime computes) to it; each row carries the database clock, from which the runtime learns the skew of its own.
@@ -307,7 +334,7 @@ WHERE "id" = ANY(ARRAY(
 ));
 
 -- name: Stats :one
--- Stats counts the queue's jobs by state: pending, scheduled and running exactly (their partial indexes are small), retained completed and failed jobs up to 100,000 each, so a dashboard polling it never scans a large history.
+-- Stats counts the queue's jobs by state and says whether the queue is paused: pending, scheduled and running exactly (their partial indexes are small), retained completed and failed jobs up to 100,000 each, so a dashboard polling it never scans a large history.
 SELECT
     (SELECT count(*) FROM "skipjack"."tick" WHERE "state" = 'pending' AND "run_at" <= now()) AS pending,
     (SELECT count(*) FROM "skipjack"."tick" WHERE "state" = 'pending' AND "run_at" > now()) AS scheduled,
@@ -317,7 +344,8 @@ SELECT
     (now() - coalesce((
         SELECT "run_at" FROM "skipjack"."tick" WHERE "state" = 'pending' AND "run_at" <= now()
         ORDER BY "run_at" LIMIT 1
-    ), now()))::interval AS oldest_pending;
+    ), now()))::interval AS oldest_pending,
+    EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'tick' AND "paused_at" IS NOT NULL) AS paused;
 
 -- name: CountFinished :one
 -- CountFinished counts the retained jobs in state (completed or failed) that finished since the given time.

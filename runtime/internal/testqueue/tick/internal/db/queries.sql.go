@@ -49,6 +49,16 @@ func (q *Queries) Activity(ctx context.Context, since time.Time) ([]ActivityRow,
 	return items, nil
 }
 
+const admit = `-- name: Admit :exec
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)
+`
+
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+func (q *Queries) Admit(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, admit)
+	return err
+}
+
 const cancel = `-- name: Cancel :execrows
 UPDATE "skipjack"."tick" AS t
 SET "state" = CASE WHEN t."state" = 'pending' THEN 'failed' ELSE t."state" END,
@@ -71,9 +81,10 @@ func (q *Queries) Cancel(ctx context.Context, ids []int64) (int64, error) {
 
 const claim = `-- name: Claim :many
 WITH picked AS (
-    SELECT "id" FROM "skipjack"."tick"
-    WHERE "state" = 'pending' AND "run_at" <= now()
-    ORDER BY "run_at", "id"
+    SELECT c."id" FROM "skipjack"."tick" AS c
+    WHERE c."state" = 'pending' AND c."run_at" <= now()
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'tick' AND "paused_at" IS NOT NULL)
+    ORDER BY c."run_at", c."id"
     LIMIT $3
     FOR NO KEY UPDATE SKIP LOCKED
 )
@@ -102,7 +113,7 @@ type ClaimRow struct {
 	Trace       []byte
 }
 
-// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold.
+// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing.
 func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
@@ -436,6 +447,28 @@ func (q *Queries) Gone(ctx context.Context, worker string) error {
 	return err
 }
 
+const headroom = `-- name: Headroom :one
+SELECT
+    EXISTS (SELECT FROM "skipjack"."tick" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
+    (SELECT count(*) FROM "skipjack"."tick" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
+    0::bigint AS rate_wait_ms
+`
+
+// HeadroomRow is one row returned by Headroom.
+type HeadroomRow struct {
+	Due        bool
+	Claimed    int32
+	RateWaitMs int64
+}
+
+// Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).
+func (q *Queries) Headroom(ctx context.Context) (HeadroomRow, error) {
+	row := q.db.QueryRow(ctx, headroom)
+	var i HeadroomRow
+	err := row.Scan(&i.Due, &i.Claimed, &i.RateWaitMs)
+	return i, err
+}
+
 const heartbeat = `-- name: Heartbeat :many
 WITH h AS (
     SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim
@@ -602,6 +635,18 @@ func (q *Queries) Now(ctx context.Context, delay time.Duration) (time.Time, erro
 	var at time.Time
 	err := row.Scan(&at)
 	return at, err
+}
+
+const pause = `-- name: Pause :exec
+INSERT INTO "skipjack"."_skipjack_queues" AS q ("name", "paused_at")
+VALUES ('tick', now())
+ON CONFLICT ("name") DO UPDATE SET "paused_at" = coalesce(q."paused_at", EXCLUDED."paused_at")
+`
+
+// Pause stops every process from claiming the queue's jobs until Resume; jobs already claimed run on, and enqueueing still works.
+func (q *Queries) Pause(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, pause)
+	return err
 }
 
 const pruneCompleted = `-- name: PruneCompleted :execrows
@@ -806,6 +851,21 @@ func (q *Queries) Resolve(ctx context.Context, ids []int64, claims []int32, outc
 	return items, nil
 }
 
+const resume = `-- name: Resume :exec
+WITH resumed AS (
+    UPDATE "skipjack"."_skipjack_queues" SET "paused_at" = NULL
+    WHERE "name" = 'tick' AND "paused_at" IS NOT NULL
+    RETURNING "name"
+)
+SELECT pg_notify('skipjack.tick', '') FROM resumed
+`
+
+// Resume lets workers claim the queue's jobs again and wakes them.
+func (q *Queries) Resume(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, resume)
+	return err
+}
+
 const retry = `-- name: Retry :execrows
 UPDATE "skipjack"."tick" AS t
 SET "state" = 'pending',
@@ -837,7 +897,8 @@ SELECT
     (now() - coalesce((
         SELECT "run_at" FROM "skipjack"."tick" WHERE "state" = 'pending' AND "run_at" <= now()
         ORDER BY "run_at" LIMIT 1
-    ), now()))::interval AS oldest_pending
+    ), now()))::interval AS oldest_pending,
+    EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'tick' AND "paused_at" IS NOT NULL) AS paused
 `
 
 // StatsRow is one row returned by Stats.
@@ -848,9 +909,10 @@ type StatsRow struct {
 	Completed     int64
 	Failed        int64
 	OldestPending time.Duration
+	Paused        bool
 }
 
-// Stats counts the queue's jobs by state: pending, scheduled and running exactly (their partial indexes are small), retained completed and failed jobs up to 100,000 each, so a dashboard polling it never scans a large history.
+// Stats counts the queue's jobs by state and says whether the queue is paused: pending, scheduled and running exactly (their partial indexes are small), retained completed and failed jobs up to 100,000 each, so a dashboard polling it never scans a large history.
 func (q *Queries) Stats(ctx context.Context) (StatsRow, error) {
 	row := q.db.QueryRow(ctx, stats)
 	var i StatsRow
@@ -861,6 +923,7 @@ func (q *Queries) Stats(ctx context.Context) (StatsRow, error) {
 		&i.Completed,
 		&i.Failed,
 		&i.OldestPending,
+		&i.Paused,
 	)
 	return i, err
 }

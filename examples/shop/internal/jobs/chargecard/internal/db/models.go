@@ -37,6 +37,14 @@ type ShopJobsSkipjackCount struct {
 	Waits     []int64
 }
 
+// ShopJobsSkipjackQueue is a row of the queue table.
+type ShopJobsSkipjackQueue struct {
+	Name       string
+	PausedAt   *time.Time
+	RateSlots  []int64
+	RateCounts []int32
+}
+
 // ShopJobsSkipjackWorker is a row of the queue table.
 type ShopJobsSkipjackWorker struct {
 	ID        string

@@ -1,0 +1,436 @@
+package skipjack_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/capped"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/kept"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/keyed"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/paced"
+)
+
+// The flow-control tests run the workers of one queue on separate pools
+// (as separate processes would: nothing in memory is shared but the test's
+// bookkeeping) and, for the concurrency limit, in a real child process too:
+// the limits hold because Postgres enforces them.
+
+// secondPool opens another pool on pool's database.
+func secondPool(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
+	t.Helper()
+	p, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// spansTable records the handler spans of every process of a test.
+const spansTable = `CREATE TABLE IF NOT EXISTS flow_spans (id bigint PRIMARY KEY, started_at timestamptz NOT NULL, ended_at timestamptz)`
+
+// runCapped is the child of TestConcurrencyLimitAcrossProcesses: it works
+// capped jobs, recording each handler's span in flow_spans.
+func runCapped(ctx context.Context, pool *pgxpool.Pool) error {
+	return capped.NewWorker(pool, cappedHandler(pool), skipjack.WorkerConfig{Concurrency: 10, PollInterval: 100 * time.Millisecond}).Run(ctx)
+}
+
+// cappedHandler records the job's span on the database clock, around 40ms
+// of work.
+func cappedHandler(pool *pgxpool.Pool) func(ctx context.Context, job *capped.Job) error {
+	return func(ctx context.Context, job *capped.Job) error {
+		if _, err := pool.Exec(ctx, `INSERT INTO flow_spans (id, started_at) VALUES ($1, clock_timestamp())`, job.ID); err != nil {
+			return err
+		}
+		time.Sleep(40 * time.Millisecond)
+		_, err := pool.Exec(ctx, `UPDATE flow_spans SET ended_at = clock_timestamp() WHERE id = $1`, job.ID)
+		return err
+	}
+}
+
+// TestConcurrencyLimitAcrossProcesses checks limits.concurrency: 3 with
+// three workers of Concurrency 10, on two pools of this process and in a
+// child process: at no moment do more than 3 handlers run, and at the peak
+// exactly 3 do.
+func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, spansTable); err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 60
+	ps := make([]capped.Payload, jobs)
+	if _, err := capped.EnqueueMany(ctx, pool, ps); err != nil {
+		t.Fatal(err)
+	}
+	cfg := skipjack.WorkerConfig{Concurrency: 10, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}
+	other := secondPool(t, pool)
+	start(t, capped.NewWorker(pool, cappedHandler(pool), cfg))
+	start(t, capped.NewWorker(other, cappedHandler(other), cfg))
+	startChild(t, "capped", pool)
+	waitFor(t, 60*time.Second, "every capped job to finish", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM flow_spans WHERE ended_at IS NOT NULL`) == jobs
+	})
+	// The peak of concurrently running handlers: a sweep over the span
+	// edges, an end before a start at the same instant.
+	peak := queryInt(t, pool, `
+		SELECT max(running) FROM (
+			SELECT sum(d) OVER (ORDER BY at, d, id) AS running FROM (
+				SELECT id, started_at AS at, 1 AS d FROM flow_spans
+				UNION ALL
+				SELECT id, ended_at, -1 FROM flow_spans
+			) AS edges
+		) AS sweep`)
+	if peak != 3 {
+		t.Errorf("at most %d capped handlers ran at once, want exactly 3", peak)
+	}
+	waitFor(t, 10*time.Second, "every capped job to be acknowledged", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.capped`) == 0
+	})
+}
+
+// TestRateLimitAcrossWorkers checks limits.rate: {count: 50, per: 1s} with
+// two workers on separate pools and a backlog of 150 jobs: no one-second
+// window holds more than 50 handler starts, and the backlog still drains
+// at about 50 per second.
+func TestRateLimitAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	const jobs = 150
+	if _, err := paced.EnqueueMany(ctx, pool, make([]paced.Payload, jobs)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var starts []time.Time
+	handle := func(ctx context.Context, job *paced.Job) error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return nil
+	}
+	cfg := skipjack.WorkerConfig{Concurrency: 20, PollInterval: time.Second, Logger: quietLogger(t)}
+	start(t, paced.NewWorker(pool, handle, cfg))
+	start(t, paced.NewWorker(secondPool(t, pool), handle, cfg))
+	waitFor(t, 30*time.Second, "every paced job to start", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == jobs
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	// Every window of one second that starts at a start.
+	most := 0
+	for i, s := range starts {
+		j, _ := slices.BinarySearchFunc(starts, s.Add(time.Second), func(a, b time.Time) int { return a.Compare(b) })
+		most = max(most, j-i)
+	}
+	if most > 50 {
+		t.Errorf("%d handlers started within one second, want at most 50", most)
+	}
+	// Three windows' worth: the first 50 at once, the next two each one
+	// window (plus the 5%% margin) later. Not starving means done in well
+	// under 3.5 windows.
+	if took := starts[jobs-1].Sub(starts[0]); took > 3500*time.Millisecond {
+		t.Errorf("the 150 starts spread over %v, want about 2.1s (50 per second)", took)
+	} else {
+		t.Logf("150 starts over %v; busiest one-second window: %d", took, most)
+	}
+}
+
+// TestSerialByKey checks serial.by: 10 keys x 20 jobs on two workers on
+// separate pools: the jobs of one key never overlap and run in enqueue
+// order, even when one of them fails once and is retried (its successors
+// wait for it), while several keys run at once.
+func TestSerialByKey(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 30)
+	ctx := context.Background()
+	const keys, perKey = 10, 20
+	var ps []keyed.Payload
+	for n := range perKey {
+		for k := range keys {
+			ps = append(ps, keyed.Payload{Account: int64(k), N: int64(n)})
+		}
+	}
+	if _, err := keyed.EnqueueMany(ctx, pool, ps); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		running  = map[int64]int{}
+		order    = map[int64][]int64{}
+		overlaps int
+		busiest  int
+		failed   atomic.Bool
+		done     atomic.Int64
+	)
+	handle := func(ctx context.Context, job *keyed.Job) error {
+		a := job.Payload.Account
+		mu.Lock()
+		running[a]++
+		if running[a] > 1 {
+			overlaps++
+		}
+		busy := 0
+		for _, n := range running {
+			if n > 0 {
+				busy++
+			}
+		}
+		busiest = max(busiest, busy)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		running[a]--
+		var err error
+		if a == 3 && job.Payload.N == 4 && failed.CompareAndSwap(false, true) {
+			err = errors.New("first attempt fails")
+		} else {
+			order[a] = append(order[a], job.Payload.N)
+			done.Add(1)
+		}
+		mu.Unlock()
+		return err
+	}
+	cfg := skipjack.WorkerConfig{Concurrency: 10, PollInterval: 200 * time.Millisecond, Logger: quietLogger(t)}
+	start(t, keyed.NewWorker(pool, handle, cfg))
+	start(t, keyed.NewWorker(secondPool(t, pool), handle, cfg))
+	waitFor(t, 60*time.Second, "every keyed job to complete", func() bool { return done.Load() == keys*perKey })
+	mu.Lock()
+	defer mu.Unlock()
+	if overlaps > 0 {
+		t.Errorf("jobs of one key overlapped %d times, want never", overlaps)
+	}
+	for a, ns := range order {
+		if !slices.IsSorted(ns) || len(ns) != perKey {
+			t.Errorf("key %d completed %v, want 0..%d in order", a, ns, perKey-1)
+		}
+	}
+	if busiest < 2 {
+		t.Errorf("at most %d keys ran at once, want several", busiest)
+	}
+	if !failed.Load() {
+		t.Error("the failing job never ran")
+	}
+}
+
+// TestSerialKeyIsEnforcedByTheDatabase checks the serial key's unique index
+// of running jobs: a second running job of one key is refused whatever
+// the claim did.
+func TestSerialKeyIsEnforcedByTheDatabase(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 5)
+	ctx := context.Background()
+	if _, err := keyed.EnqueueMany(ctx, pool, []keyed.Payload{{Account: 1, N: 1}, {Account: 1, N: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pool.Exec(ctx, `UPDATE skipjack.keyed SET state = 'running', lease_expires_at = now() + interval '1 minute'`)
+	if err == nil {
+		t.Fatal("two running jobs of one serial key were stored")
+	}
+}
+
+// TestPauseResume checks Pause and Resume: a paused queue's jobs are not
+// claimed by any worker and stay pending while enqueue works and a running
+// job finishes; Stats reports it; Resume starts them.
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	release := make(chan struct{})
+	var ran atomic.Int64
+	handle := func(ctx context.Context, job *demo.Job) error {
+		if job.Payload.Label == "slow" {
+			<-release
+		}
+		ran.Add(1)
+		return nil
+	}
+	cfg := skipjack.WorkerConfig{Concurrency: 5, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}
+	start(t, demo.NewWorker(pool, handle, cfg))
+	start(t, demo.NewWorker(secondPool(t, pool), handle, cfg))
+	if _, err := demo.Enqueue(ctx, pool, demo.Payload{Label: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the slow job to run", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 1
+	})
+	if err := demo.Pause(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.Pause(ctx, pool); err != nil {
+		t.Fatalf("second Pause: %v", err)
+	}
+	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, 20)); err != nil {
+		t.Fatalf("enqueue while paused: %v", err)
+	}
+	close(release) // the running job finishes while the queue is paused
+	time.Sleep(500 * time.Millisecond)
+	if n := ran.Load(); n != 1 {
+		t.Errorf("%d jobs ran while paused, want only the one running at the pause", n)
+	}
+	st, err := demo.Stats(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Paused || st.Pending != 20 {
+		t.Errorf("Stats while paused = %+v, want Paused and 20 pending", st)
+	}
+	if err := demo.Admin(pool).Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the jobs to run after Resume", func() bool { return ran.Load() == 21 })
+	if st, err := demo.Stats(ctx, pool); err != nil || st.Paused {
+		t.Errorf("Stats after Resume = %+v, %v; want not paused", st, err)
+	}
+}
+
+// TestRunGroup checks RunGroup: a budget of 4 handlers over two queues
+// whose workers have Concurrency 10 each peaks at exactly 4; a queue with
+// a deep backlog does not starve a quiet one; one cancellation shuts both
+// down.
+func TestRunGroup(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 30)
+	ctx := context.Background()
+	var now, peak atomic.Int64
+	enter := func() {
+		n := now.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(10 * time.Millisecond)
+		now.Add(-1)
+	}
+	var busyDone, quietDone atomic.Int64
+	busy := demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+		enter()
+		busyDone.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 10, Logger: quietLogger(t)})
+	quiet := kept.NewWorker(pool, func(ctx context.Context, job *kept.Job) error {
+		enter()
+		quietDone.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 10, Logger: quietLogger(t)})
+	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, 400)); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- skipjack.RunGroup(runCtx, skipjack.GroupConfig{Concurrency: 4}, busy, quiet) }()
+	waitFor(t, 10*time.Second, "the busy queue to start", func() bool { return busyDone.Load() > 20 })
+	if _, err := kept.EnqueueMany(ctx, pool, make([]kept.Payload, 20)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the quiet queue's jobs", func() bool { return quietDone.Load() == 20 })
+	if b := busyDone.Load(); b >= 400 {
+		t.Errorf("the quiet queue's 20 jobs finished only after the busy queue's backlog (%d)", b)
+	}
+	waitFor(t, 30*time.Second, "the busy queue's backlog", func() bool { return busyDone.Load() == 400 })
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunGroup returned %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("RunGroup did not return after cancellation")
+	}
+	if p := peak.Load(); p != 4 {
+		t.Errorf("at most %d handlers ran at once, want exactly 4", p)
+	}
+}
+
+// TestRunGroupRefusesBadConfig checks RunGroup's argument errors.
+func TestRunGroupRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	w := demo.NewWorker(nil, func(context.Context, *demo.Job) error { return nil }, skipjack.WorkerConfig{})
+	tests := []struct {
+		name    string
+		cfg     skipjack.GroupConfig
+		workers []skipjack.GroupWorker
+	}{
+		{"zero concurrency", skipjack.GroupConfig{}, []skipjack.GroupWorker{w}},
+		{"no workers", skipjack.GroupConfig{Concurrency: 2}, nil},
+		{"nil worker", skipjack.GroupConfig{Concurrency: 2}, []skipjack.GroupWorker{nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if err := skipjack.RunGroup(context.Background(), tt.cfg, tt.workers...); err == nil {
+				t.Error("RunGroup returned nil, want an error")
+			}
+		})
+	}
+}
+
+// TestSerialClaimRace checks the claim of a serial queue that races a
+// transaction making a later job of the same key running (a claim in
+// another process whose snapshot saw the key free): the unique index of
+// running keys refuses the claim, the worker claims again without a
+// warning or a backoff, and the key's jobs never overlap.
+func TestSerialClaimRace(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	if _, err := keyed.EnqueueMany(ctx, pool, []keyed.Payload{{Account: 7, N: 1}, {Account: 7, N: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	first := queryInt(t, pool, `SELECT min(id) FROM skipjack.keyed`)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// The second job of the key, running in a transaction not yet
+	// committed: the worker's snapshot sees both jobs pending and the first
+	// one free to claim.
+	if _, err := tx.Exec(ctx, `UPDATE skipjack.keyed SET state = 'running', lease_expires_at = now() + interval '1 minute', attempt = 1, claim = claim + 1 WHERE id = $1`, first+1); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	var released atomic.Bool
+	var overlap atomic.Bool
+	l := newLogs(t)
+	w := keyed.NewWorker(pool, func(ctx context.Context, job *keyed.Job) error {
+		if !released.Load() {
+			overlap.Store(true)
+		}
+		ran.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 2, PollInterval: 100 * time.Millisecond, Logger: l.logger()})
+	start(t, w)
+	waitFor(t, 10*time.Second, "the claim to wait for the racing transaction", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE NOT granted`) > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if ran.Load() != 0 {
+		t.Fatalf("%d jobs ran while the key's other job was running, want 0", ran.Load())
+	}
+	// The racing "worker" gives its job back; both jobs then run in order.
+	released.Store(true)
+	if _, err := pool.Exec(ctx, `UPDATE skipjack.keyed SET state = 'pending', lease_expires_at = NULL, attempt = 0 WHERE id = $1`, first+1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "both jobs to run", func() bool { return ran.Load() == 2 })
+	if overlap.Load() {
+		t.Error("a job of the key ran while another was running")
+	}
+	if l.contains("WARN", "claim failed") {
+		t.Errorf("the refused claim was logged as a failure:\n%s", l.String())
+	}
+}
