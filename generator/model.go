@@ -149,6 +149,7 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 			[]setting{{"BackoffMin", durationExpr(q.BackoffMin)}, {"BackoffMax", durationExpr(q.BackoffMax)}, {"Timeout", durationExpr(q.Timeout)}, {"Lease", durationExpr(q.Lease)}},
 			[]setting{{"RetainCompleted", durationExpr(q.RetainCompleted)}, {"RetainFailed", durationExpr(q.RetainFailed)}, {"Unique", strconv.FormatBool(q.Unique != nil)}, {"MaxPayloadBytes", strconv.Itoa(q.MaxPayloadBytes)}},
 			limitSettings(q),
+			uniqueSettings(q),
 		),
 		Unique:    q.Unique != nil,
 		Schedules: schedules,
@@ -165,6 +166,25 @@ func limitSettings(q *config.Queue) []setting {
 		}
 	}
 	return out
+}
+
+// uniqueSettings returns the Spec fields that name q's unique key fields
+// and states, with which a List filtered by payload finds the jobs of a key
+// through the unique index.
+func uniqueSettings(q *config.Queue) []setting {
+	if q.Unique == nil || len(q.Unique.By) == 0 {
+		return nil
+	}
+	return []setting{{"UniqueKeys", stringsExpr(q.Unique.By)}, {"UniqueStates", stringsExpr(q.Unique.States)}}
+}
+
+// stringsExpr writes ss as a Go []string literal.
+func stringsExpr(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[]string{" + strings.Join(quoted, ", ") + "}"
 }
 
 // setting is one field of a queue's Spec literal: its name and its value as

@@ -20,6 +20,8 @@ type QueueSQL struct {
 	Queries string
 	// Schedules are the queue's periodic jobs, as the YAML declares them.
 	Schedules []config.Schedule
+	// Unique is the queue's unique key, or nil.
+	Unique *config.Unique
 }
 
 // QueueSQLs returns the SQL of every live queue of cfg, in YAML order.
@@ -31,7 +33,7 @@ func QueueSQLs(cfg *config.Config) ([]QueueSQL, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule})
+		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule, Unique: qm.cfg.Unique})
 	}
 	return out, nil
 }

@@ -1,11 +1,15 @@
 package tableadmin_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
@@ -112,5 +116,97 @@ func TestInsights(t *testing.T) {
 	if len(scheds) != 2 || scheds[0].Spec != "0 6 * * 1" || scheds[0].Timezone != "Europe/Berlin" || scheds[1].Spec != "@every 30s" ||
 		len(scheds[1].Next) != skipjack.ScheduleSlotsShown || !scheds[1].Next[1].Equal(scheds[1].Next[0].Add(30*time.Second)) || scheds[0].Last != nil {
 		t.Errorf("Schedules = %+v; want the cron and the @every schedule, 3 slots 30s apart, no slot inserted yet", scheds)
+	}
+}
+
+// TestListByUniqueKey checks that a List filtered by the unique key's
+// fields, in a unique state, reads the unique index (refresh_cache of
+// golden/schedule, unique by region): FindUnique's plan uses the index,
+// and the page holds exactly the jobs a table scan finds.
+func TestListByUniqueKey(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(filepath.Join("..", "..", "golden", "schedule", "skipjack.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := generator.QueueSQLs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := skipjacktest.NewPool(t)
+	up, err := os.ReadFile(filepath.Join("..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, pool, string(up))
+	exec(t, pool, `INSERT INTO skipjack.refresh_cache (payload, state, finished_at) VALUES
+		('{"region": "eu"}', 'failed', now()),
+		('{"region": "eu", "note": "again"}', 'pending', NULL),
+		('{"region": "us"}', 'pending', NULL),
+		('{"region": "eu", "note": "old"}', 'failed', now())`)
+	var cache generator.QueueSQL
+	for _, q := range qs {
+		if q.Name == "refresh_cache" {
+			cache = q
+		}
+	}
+	a, err := tableadmin.New(cache, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	tests := []struct {
+		name string
+		p    skipjack.ListParams
+		want []int64
+	}{
+		{"key in a unique state: the index", skipjack.ListParams{Payload: `{"region": "eu"}`, State: "pending"}, []int64{2}},
+		{"key and more fields", skipjack.ListParams{Payload: `{"region": "eu", "note": "again"}`, State: "pending"}, []int64{2}},
+		{"key and a field the job lacks", skipjack.ListParams{Payload: `{"region": "eu", "note": "x"}`, State: "pending"}, nil},
+		{"key, window before the job", skipjack.ListParams{Payload: `{"region": "eu"}`, State: "pending", UntilID: 1}, nil},
+		{"key in a state outside the key: a scan", skipjack.ListParams{Payload: `{"region": "eu"}`, State: "failed"}, []int64{1, 4}},
+		{"key in every state: a scan", skipjack.ListParams{Payload: `{"region": "eu"}`}, []int64{1, 2, 4}},
+	}
+	for _, tt := range tests {
+		recs, err := a.List(ctx, tt.p)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got []int64
+		for _, r := range recs {
+			got = append(got, r.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: List = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+
+	// The plan of the lookup, with sequential scans priced out so that the
+	// tiny table does not hide whether the index can serve it.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var plan string
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	find := regexp.MustCompile(`(?s)-- name: FindUnique :many\n(?:--[^\n]*\n)*(.*?;)`).FindStringSubmatch(cache.Queries)
+	if find == nil {
+		t.Fatalf("no FindUnique in the queries of refresh_cache:\n%s", cache.Queries)
+	}
+	query := strings.TrimSuffix(strings.ReplaceAll(find[1], "sqlc.arg(payload)", "$1"), ";")
+	rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) "+query, `{"region": "eu"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan = strings.Join(lines, "\n")
+	if !strings.Contains(plan, "refresh_cache_unique_idx") {
+		t.Errorf("FindUnique's condition is not planned on the unique index:\n%s", plan)
 	}
 }

@@ -46,6 +46,9 @@ type Admin struct {
 	params map[string][]string
 	// schedules are the queue's periodic jobs, as its workers run them.
 	schedules []skipjackimpl.Schedule
+	// uniqueKeys and uniqueStates are the queue's unique key fields and
+	// states, when its key is made of fields (FindUnique then exists).
+	uniqueKeys, uniqueStates []string
 }
 
 var _ skipjack.QueueAdmin = (*Admin)(nil)
@@ -67,6 +70,14 @@ func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 		} else {
 			a.schedules = append(a.schedules, skipjackimpl.CronSchedule(i, sc.Cron, sc.Timezone, cron.ParseStandard, sc.PayloadJSON, sc.Missed))
 		}
+	}
+	if u := q.Unique; u != nil && len(u.By) > 0 {
+		text, ok := sections["FindUnique"]
+		if !ok {
+			return nil, fmt.Errorf("queue %s: the rendered queries lack FindUnique", q.Name)
+		}
+		a.sql["FindUnique"], a.params["FindUnique"] = positional(text)
+		a.uniqueKeys, a.uniqueStates = u.By, u.States
 	}
 	if len(a.schedules) > 0 {
 		text, ok := sections["LastSlot"]
@@ -211,6 +222,9 @@ func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Re
 		}
 		payload = p.Payload
 	}
+	if skipjackimpl.ByUniqueKey(a.uniqueKeys, a.uniqueStates, p) {
+		return a.listByUniqueKey(ctx, p)
+	}
 	rows, err := a.db.Query(ctx, a.sql["List"], a.args("List", map[string]any{
 		"after_id": p.AfterID, "until_id": p.UntilID, "state": p.State, "payload": payload,
 		"error_group": p.ErrorGroup, "max": int64(p.Limit),
@@ -223,6 +237,28 @@ func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Re
 		return nil, a.wrap(err)
 	}
 	return recs, nil
+}
+
+// listByUniqueKey lists the page p selects through the unique index.
+func (a *Admin) listByUniqueKey(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Record[json.RawMessage], error) {
+	rows, err := a.db.Query(ctx, a.sql["FindUnique"], a.args("FindUnique", map[string]any{"payload": p.Payload})...)
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, a.wrap(err)
+	}
+	return skipjackimpl.PageOfIDs(ctx, ids, p, func(ctx context.Context, id int64) (*skipjack.Record[json.RawMessage], string, bool, error) {
+		rec, err := a.Get(ctx, id)
+		if errors.Is(err, skipjack.ErrNotFound) {
+			return nil, "", false, nil
+		}
+		if err != nil {
+			return nil, "", false, err
+		}
+		return rec, rec.State, true, nil
+	})
 }
 
 // Activity returns what the queue's workers recorded per minute since the

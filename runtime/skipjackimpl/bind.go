@@ -90,6 +90,7 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 // uniqueQueries are the extra queries of a queue with a unique key.
 type uniqueQueries interface {
 	Duplicate(ctx context.Context, payload string) (int64, error)
+	FindUnique(ctx context.Context, payload string) ([]int64, error)
 	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error)
 }
 

@@ -285,7 +285,14 @@ func (q *Queue[P]) listRaw(ctx context.Context, db DBTX, p skipjack.ListParams) 
 			return nil, fmt.Errorf("list %s: the payload filter is not a JSON object: %w", q.spec.Name, err)
 		}
 	}
-	rs, err := q.bind(db).list(ctx, p)
+	qs := q.bind(db)
+	var rs []*skipjack.Record[[]byte]
+	var err error
+	if ByUniqueKey(q.spec.UniqueKeys, q.spec.UniqueStates, p) && qs.unique() != nil {
+		rs, err = q.listByUniqueKey(ctx, qs, p)
+	} else {
+		rs, err = qs.list(ctx, p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", q.spec.Name, err)
 	}

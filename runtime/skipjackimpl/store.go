@@ -29,6 +29,11 @@ type QueueSpec struct {
 	RetainFailed time.Duration
 	// Unique reports whether the queue has a unique key.
 	Unique bool
+	// UniqueKeys and UniqueStates are the payload fields of the queue's
+	// unique key and the states in which it holds, when the key is made of
+	// fields: a List filtered by payload values for all of them, in one of
+	// those states, reads the unique index instead of the table.
+	UniqueKeys, UniqueStates []string
 	// MaxPayloadBytes caps the encoded payload of one job; 0 means no cap.
 	MaxPayloadBytes int
 	// Schedules are the queue's periodic jobs.

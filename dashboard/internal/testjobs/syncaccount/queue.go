@@ -42,6 +42,7 @@ var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.sync_account", MaxAttempts: 25,
 	BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: time.Minute, Lease: 30 * time.Second,
 	RetainFailed: 720 * time.Hour, Unique: true,
+	UniqueKeys: []string{"account_id"}, UniqueStates: []string{"pending", "running"},
 	Schedules: []skipjackimpl.Schedule{
 		skipjackimpl.EverySchedule(0, 15*time.Minute, "{\"account_id\":0,\"customer\":0,\"region\":\"all\"}", "skip"),
 	},

@@ -41,6 +41,7 @@ var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.uniq", MaxAttempts: 25,
 	BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Timeout: time.Minute, Lease: 30 * time.Second,
 	RetainCompleted: time.Hour, RetainFailed: 720 * time.Hour, Unique: true,
+	UniqueKeys: []string{"key"}, UniqueStates: []string{"pending", "running"},
 }
 
 // queue runs this package's functions on the queue's sqlc queries.

@@ -22,6 +22,12 @@ SELECT "id" FROM "skipjack"."sync_account"
 WHERE coalesce("payload" -> 'account_id', 'null'::jsonb) = coalesce(sqlc.arg(payload)::text::jsonb -> 'account_id', 'null'::jsonb) AND "state" IN ('pending', 'running')
 LIMIT 1;
 
+-- name: FindUnique :many
+-- FindUnique returns, in id order, the ids of the jobs in a unique state whose unique key equals that of the JSON object payload (found through the unique index) and whose payload contains it.
+SELECT "id" FROM "skipjack"."sync_account"
+WHERE coalesce("payload" -> 'account_id', 'null'::jsonb) = coalesce(sqlc.arg(payload)::text::jsonb -> 'account_id', 'null'::jsonb) AND "state" IN ('pending', 'running') AND "payload" @> sqlc.arg(payload)::text::jsonb
+ORDER BY "id";
+
 -- name: EnqueueBatch :execrows
 -- EnqueueBatch inserts many jobs, skipping duplicates of jobs in a unique state and of each other.
 INSERT INTO "skipjack"."sync_account" ("payload", "run_at", "priority", "trace")

@@ -22,6 +22,12 @@ SELECT "id" FROM "skipjack"."uniq"
 WHERE coalesce("payload" -> 'key', 'null'::jsonb) = coalesce(sqlc.arg(payload)::text::jsonb -> 'key', 'null'::jsonb) AND "state" IN ('pending', 'running')
 LIMIT 1;
 
+-- name: FindUnique :many
+-- FindUnique returns, in id order, the ids of the jobs in a unique state whose unique key equals that of the JSON object payload (found through the unique index) and whose payload contains it.
+SELECT "id" FROM "skipjack"."uniq"
+WHERE coalesce("payload" -> 'key', 'null'::jsonb) = coalesce(sqlc.arg(payload)::text::jsonb -> 'key', 'null'::jsonb) AND "state" IN ('pending', 'running') AND "payload" @> sqlc.arg(payload)::text::jsonb
+ORDER BY "id";
+
 -- name: EnqueueBatch :execrows
 -- EnqueueBatch inserts many jobs, skipping duplicates of jobs in a unique state and of each other.
 INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")

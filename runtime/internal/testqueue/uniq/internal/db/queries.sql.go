@@ -403,6 +403,33 @@ func (q *Queries) FailureGroups(ctx context.Context, max int32, scan int32) ([]F
 	return items, nil
 }
 
+const findUnique = `-- name: FindUnique :many
+SELECT "id" FROM "skipjack"."uniq"
+WHERE coalesce("payload" -> 'key', 'null'::jsonb) = coalesce($1::text::jsonb -> 'key', 'null'::jsonb) AND "state" IN ('pending', 'running') AND "payload" @> $1::text::jsonb
+ORDER BY "id"
+`
+
+// FindUnique returns, in id order, the ids of the jobs in a unique state whose unique key equals that of the JSON object payload (found through the unique index) and whose payload contains it.
+func (q *Queries) FindUnique(ctx context.Context, payload string) ([]int64, error) {
+	rows, err := q.db.Query(ctx, findUnique, payload)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const get = `-- name: Get :one
 SELECT "id", "state", "attempt", "max_attempts", "priority", "run_at", "created_at", "finished_at",
        "lease_expires_at", "worker", "rescues", "errors", "payload"
