@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/capped"
@@ -432,5 +433,36 @@ func TestSerialClaimRace(t *testing.T) {
 	}
 	if l.contains("WARN", "claim failed") {
 		t.Errorf("the refused claim was logged as a failure:\n%s", l.String())
+	}
+}
+
+// TestLimitedQueueWithCompleteTx checks that a queue with a concurrency
+// limit whose handlers acknowledge with CompleteTx keeps claiming at once:
+// no flush follows such a job, so its end must wake the claimer itself
+// (before: a claim per PollInterval, 300 jobs took over a minute).
+func TestLimitedQueueWithCompleteTx(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	const jobs = 300
+	if _, err := capped.EnqueueMany(ctx, pool, make([]capped.Payload, jobs)); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Int64
+	start(t, capped.NewWorker(pool, func(ctx context.Context, job *capped.Job) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := capped.CompleteTx(ctx, tx, job); err != nil {
+				return err
+			}
+			done.Add(1)
+			return nil
+		})
+	}, skipjack.WorkerConfig{Concurrency: 12, Logger: quietLogger(t)}))
+	began := time.Now()
+	waitFor(t, 60*time.Second, "every job to complete", func() bool { return done.Load() == jobs })
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("%d jobs of 3 at a time took %v, want well under 3s (about 1s)", jobs, took)
+	} else {
+		t.Logf("%d jobs in %v", jobs, took)
 	}
 }
