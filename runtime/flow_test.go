@@ -3,6 +3,7 @@ package skipjack_test
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -465,4 +466,50 @@ func TestLimitedQueueWithCompleteTx(t *testing.T) {
 	} else {
 		t.Logf("%d jobs in %v", jobs, took)
 	}
+}
+
+// admitKey is the advisory lock key of the claims of the queue table named
+// table, as the generator derives it (generator/sqlc.go).
+func admitKey(table string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("skipjack:claim:" + table))
+	return int64(h.Sum64())
+}
+
+// TestLimitedClaimsTakeTurns checks that the claims of a queue with limits
+// take turns under the queue's advisory lock: while another session holds
+// it, a worker claims nothing, and it claims as soon as the lock is gone.
+// (Claims that did not take turns could each count the same claimed jobs
+// and together exceed the limit.)
+func TestLimitedClaimsTakeTurns(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, admitKey(`"skipjack"."capped"`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capped.EnqueueMany(ctx, pool, make([]capped.Payload, 3)); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	start(t, capped.NewWorker(pool, func(ctx context.Context, job *capped.Job) error {
+		ran.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 3, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}))
+	waitFor(t, 10*time.Second, "the worker's claim to wait for the lock", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d jobs ran while another session held the claim lock, want 0", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the jobs to run once the lock is gone", func() bool { return ran.Load() == 3 })
 }

@@ -98,7 +98,7 @@ feature_mutants=(
   "cli-stats-columns-swapped :: ../cmd/skipjack/stats.go :: s/r.Running, r.Completed, r.Failed/r.Completed, r.Running, r.Failed/ :: TestPrintStats :: ../cmd/skipjack"
   "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
   "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
-  "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestConcurrencyLimitAcrossProcesses :: ."
+  "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
   "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers :: ."
   "serial-order-ignored :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/(o.\"state\" = 'running' OR o.\"id\" < c.\"id\")/o.\"state\" = 'running'/ :: TestSerialByKey :: ."
   "serial-running-index-dropped :: internal/testqueue/migrate.go :: s/CREATE UNIQUE INDEX \"keyed_serial_running_idx\"/CREATE INDEX \"keyed_serial_running_idx\"/ :: TestSerialKeyIsEnforcedByTheDatabase :: ."
