@@ -24,6 +24,7 @@ type fakeQueue struct {
 	stats   int // Stats calls
 	retries []int64
 	cancels []int64
+	paused  bool
 }
 
 // newFakeQueue returns a queue with n jobs: ids 1..n, job 1 failed with two
@@ -63,7 +64,7 @@ func (q *fakeQueue) Stats(context.Context) (skipjack.Stats, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stats++
-	var s skipjack.Stats
+	s := skipjack.Stats{Paused: q.paused}
 	if q.err != nil {
 		return s, q.err
 	}
@@ -170,6 +171,20 @@ func (q *fakeQueue) Cancel(_ context.Context, ids ...int64) (int64, error) {
 		}
 	}
 	return n, q.err
+}
+
+func (q *fakeQueue) Pause(context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.paused = true
+	return q.err
+}
+
+func (q *fakeQueue) Resume(context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.paused = false
+	return q.err
 }
 
 // calls returns what Retry, Cancel and List were called with.
