@@ -363,7 +363,7 @@ func TestRunGroupRefusesBadConfig(t *testing.T) {
 		cfg     skipjack.GroupConfig
 		workers []skipjack.GroupWorker
 	}{
-		{"zero concurrency", skipjack.GroupConfig{}, []skipjack.GroupWorker{w}},
+		{"negative concurrency", skipjack.GroupConfig{Concurrency: -1}, []skipjack.GroupWorker{w}},
 		{"no workers", skipjack.GroupConfig{Concurrency: 2}, nil},
 		{"nil worker", skipjack.GroupConfig{Concurrency: 2}, []skipjack.GroupWorker{nil}},
 	}
@@ -512,4 +512,29 @@ func TestLimitedClaimsTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the jobs to run once the lock is gone", func() bool { return ran.Load() == 3 })
+}
+
+// TestRunGroupWithoutCap checks GroupConfig{}: no shared cap, the workers
+// only share the one shutdown.
+func TestRunGroupWithoutCap(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	var a, b atomic.Int64
+	wa := demo.NewWorker(pool, func(context.Context, *demo.Job) error { a.Add(1); return nil }, skipjack.WorkerConfig{Concurrency: 2, Logger: quietLogger(t)})
+	wb := kept.NewWorker(pool, func(context.Context, *kept.Job) error { b.Add(1); return nil }, skipjack.WorkerConfig{Concurrency: 2, Logger: quietLogger(t)})
+	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.EnqueueMany(ctx, pool, make([]kept.Payload, 10)); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- skipjack.RunGroup(runCtx, skipjack.GroupConfig{}, wa, wb) }()
+	waitFor(t, 10*time.Second, "both queues' jobs", func() bool { return a.Load() == 10 && b.Load() == 10 })
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("RunGroup returned %v, want nil", err)
+	}
 }
