@@ -116,7 +116,8 @@ func TestLiveMigrations(t *testing.T) {
 		{"priority toggled", liveConfig("    priority: true\n", false)},
 		{"unique key added", liveConfig("    priority: true\n    unique: {by: [n]}\n", false)},
 		{"index change (unique key over completed jobs too)", liveConfig("    priority: true\n    unique: {by: [n], states: [pending, running, completed]}\n", false)},
-		{"queue dropped", liveConfig("    priority: true\n    unique: {by: [n], states: [pending, running, completed]}\n", true)},
+		{"serial key added", liveConfig("    priority: true\n    unique: {by: [n], states: [pending, running, completed]}\n    serial: {by: [n]}\n", false)},
+		{"queue dropped", liveConfig("    priority: true\n    unique: {by: [n], states: [pending, running, completed]}\n    serial: {by: [n]}\n", true)},
 	}
 	report := []string{baseline}
 	for _, s := range steps {

@@ -3,12 +3,14 @@ package skipjack_test
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/capped"
@@ -361,7 +363,7 @@ func TestRunGroupRefusesBadConfig(t *testing.T) {
 		cfg     skipjack.GroupConfig
 		workers []skipjack.GroupWorker
 	}{
-		{"zero concurrency", skipjack.GroupConfig{}, []skipjack.GroupWorker{w}},
+		{"negative concurrency", skipjack.GroupConfig{Concurrency: -1}, []skipjack.GroupWorker{w}},
 		{"no workers", skipjack.GroupConfig{Concurrency: 2}, nil},
 		{"nil worker", skipjack.GroupConfig{Concurrency: 2}, []skipjack.GroupWorker{nil}},
 	}
@@ -432,5 +434,107 @@ func TestSerialClaimRace(t *testing.T) {
 	}
 	if l.contains("WARN", "claim failed") {
 		t.Errorf("the refused claim was logged as a failure:\n%s", l.String())
+	}
+}
+
+// TestLimitedQueueWithCompleteTx checks that a queue with a concurrency
+// limit whose handlers acknowledge with CompleteTx keeps claiming at once:
+// no flush follows such a job, so its end must wake the claimer itself
+// (before: a claim per PollInterval, 300 jobs took over a minute).
+func TestLimitedQueueWithCompleteTx(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	const jobs = 300
+	if _, err := capped.EnqueueMany(ctx, pool, make([]capped.Payload, jobs)); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Int64
+	start(t, capped.NewWorker(pool, func(ctx context.Context, job *capped.Job) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := capped.CompleteTx(ctx, tx, job); err != nil {
+				return err
+			}
+			done.Add(1)
+			return nil
+		})
+	}, skipjack.WorkerConfig{Concurrency: 12, Logger: quietLogger(t)}))
+	began := time.Now()
+	waitFor(t, 60*time.Second, "every job to complete", func() bool { return done.Load() == jobs })
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("%d jobs of 3 at a time took %v, want well under 3s (about 1s)", jobs, took)
+	} else {
+		t.Logf("%d jobs in %v", jobs, took)
+	}
+}
+
+// admitKey is the advisory lock key of the claims of the queue table named
+// table, as the generator derives it (generator/sqlc.go).
+func admitKey(table string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("skipjack:claim:" + table))
+	return int64(h.Sum64())
+}
+
+// TestLimitedClaimsTakeTurns checks that the claims of a queue with limits
+// take turns under the queue's advisory lock: while another session holds
+// it, a worker claims nothing, and it claims as soon as the lock is gone.
+// (Claims that did not take turns could each count the same claimed jobs
+// and together exceed the limit.)
+func TestLimitedClaimsTakeTurns(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, admitKey(`"skipjack"."capped"`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capped.EnqueueMany(ctx, pool, make([]capped.Payload, 3)); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	start(t, capped.NewWorker(pool, func(ctx context.Context, job *capped.Job) error {
+		ran.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 3, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}))
+	waitFor(t, 10*time.Second, "the worker's claim to wait for the lock", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("%d jobs ran while another session held the claim lock, want 0", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the jobs to run once the lock is gone", func() bool { return ran.Load() == 3 })
+}
+
+// TestRunGroupWithoutCap checks GroupConfig{}: no shared cap, the workers
+// only share the one shutdown.
+func TestRunGroupWithoutCap(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	var a, b atomic.Int64
+	wa := demo.NewWorker(pool, func(context.Context, *demo.Job) error { a.Add(1); return nil }, skipjack.WorkerConfig{Concurrency: 2, Logger: quietLogger(t)})
+	wb := kept.NewWorker(pool, func(context.Context, *kept.Job) error { b.Add(1); return nil }, skipjack.WorkerConfig{Concurrency: 2, Logger: quietLogger(t)})
+	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.EnqueueMany(ctx, pool, make([]kept.Payload, 10)); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- skipjack.RunGroup(runCtx, skipjack.GroupConfig{}, wa, wb) }()
+	waitFor(t, 10*time.Second, "both queues' jobs", func() bool { return a.Load() == 10 && b.Load() == 10 })
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("RunGroup returned %v, want nil", err)
 	}
 }

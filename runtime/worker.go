@@ -71,7 +71,8 @@ type GroupWorker interface {
 type GroupConfig struct {
 	// Concurrency is how many handlers run at once in total, over all the
 	// group's workers; each worker's own WorkerConfig.Concurrency still
-	// caps its share. Required: at least 1.
+	// caps its share. 0 sets no shared cap: the workers then only share
+	// RunGroup's one shutdown. Negative is an error.
 	Concurrency int
 }
 
@@ -88,8 +89,8 @@ type GroupConfig struct {
 // lacks its migrations), RunGroup stops the others and returns the errors
 // joined.
 func RunGroup(ctx context.Context, cfg GroupConfig, workers ...GroupWorker) error {
-	if cfg.Concurrency < 1 {
-		return fmt.Errorf("skipjack: RunGroup: GroupConfig.Concurrency is %d, want at least 1", cfg.Concurrency)
+	if cfg.Concurrency < 0 {
+		return fmt.Errorf("skipjack: RunGroup: GroupConfig.Concurrency is %d, want 0 (no shared cap) or more", cfg.Concurrency)
 	}
 	if len(workers) == 0 {
 		return errors.New("skipjack: RunGroup: no workers")
@@ -99,7 +100,10 @@ func RunGroup(ctx context.Context, cfg GroupConfig, workers ...GroupWorker) erro
 			return fmt.Errorf("skipjack: RunGroup: worker %d is nil", i)
 		}
 	}
-	budget := link.NewBudget(cfg.Concurrency)
+	var budget *link.Budget
+	if cfg.Concurrency > 0 {
+		budget = link.NewBudget(cfg.Concurrency)
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errs := make([]error, len(workers))

@@ -10,8 +10,8 @@ import (
 func TestIdentifiersStayShortAndUnique(t *testing.T) {
 	t.Parallel()
 	schema := strings.Repeat("s", 63)
-	a := Table{Schema: schema, Name: strings.Repeat("q", 39) + "a", Notify: true, Unique: &Unique{States: []string{"pending"}}}
-	b := Table{Schema: schema, Name: strings.Repeat("q", 39) + "b", Notify: true, Unique: &Unique{States: []string{"pending"}}}
+	a := Table{Schema: schema, Name: strings.Repeat("q", 39) + "a", Notify: true, Unique: &Unique{States: []string{"pending"}}, Serial: &Serial{Keys: []string{"k"}}}
+	b := Table{Schema: schema, Name: strings.Repeat("q", 39) + "b", Notify: true, Unique: &Unique{States: []string{"pending"}}, Serial: &Serial{Keys: []string{"k"}}}
 	da, db := a.data(true), b.data(true)
 	pairs := []struct{ what, a, b string }{
 		{"claim index", da.ClaimIndex, db.ClaimIndex},
@@ -20,6 +20,8 @@ func TestIdentifiersStayShortAndUnique(t *testing.T) {
 		{"failed index", da.FailedIndex, db.FailedIndex},
 		{"running check", da.RunningCheck, db.RunningCheck},
 		{"unique index", da.UniqueIndex, db.UniqueIndex},
+		{"serial index", da.SerialIndex, db.SerialIndex},
+		{"serial running index", da.SerialRunningIndex, db.SerialRunningIndex},
 		{"notify trigger", da.NotifyTrigger, db.NotifyTrigger},
 		{"channel", a.Channel(), b.Channel()},
 	}
@@ -148,6 +150,7 @@ func TestAlterStepsAreLive(t *testing.T) {
 	to := base
 	to.Layout, to.Priority = CurrentLayout, true
 	to.Unique = &Unique{Keys: []string{"k"}, States: []string{"pending", "running"}}
+	to.Serial = &Serial{Keys: []string{"account", "region"}}
 	for _, tc := range []struct {
 		name     string
 		from, to Table
@@ -156,7 +159,7 @@ func TestAlterStepsAreLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sawNotValid, sawValidate, sawCheck bool
+		var sawNotValid, sawValidate, sawCheck, sawSerial bool
 		for _, s := range steps {
 			for _, stmt := range append(append([]string(nil), s.Up...), s.Down...) {
 				if strings.Contains(stmt, "INDEX") && !strings.Contains(stmt, "RENAME") && !strings.Contains(stmt, "DO $$") {
@@ -171,6 +174,7 @@ func TestAlterStepsAreLive(t *testing.T) {
 			for _, stmt := range s.Up {
 				sawNotValid = sawNotValid || strings.Contains(stmt, "NOT VALID")
 				sawCheck = sawCheck || strings.Contains(stmt, "RAISE EXCEPTION")
+				sawSerial = sawSerial || strings.Contains(stmt, `"q_serial_running_idx"`)
 				if strings.Contains(stmt, "VALIDATE CONSTRAINT") {
 					sawValidate = true
 					if s.Kind != OwnTransaction {
@@ -181,6 +185,9 @@ func TestAlterStepsAreLive(t *testing.T) {
 		}
 		if tc.name == "up" && !(sawNotValid && sawValidate && sawCheck) {
 			t.Errorf("up: NOT VALID %v, VALIDATE %v, duplicate check %v; want all three", sawNotValid, sawValidate, sawCheck)
+		}
+		if !sawSerial {
+			t.Errorf("%s: no step builds or drops the serial key's unique index of running jobs", tc.name)
 		}
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,9 +101,11 @@ func run(ctx context.Context, pool *pgxpool.Pool, out io.Writer) (summary, error
 	// Three workers share the pool: their handlers may hold 3*12 = 36 of its
 	// 40 connections (only charge_card's use it), below the size the
 	// runtime warns about; each worker's claims, acks and heartbeats run on
-	// a small control pool of its own.
+	// a small control pool of its own. RunGroup caps them at 24 handlers in
+	// total, shared fairly, and charge_card's limits (skipjack.yaml) at 8
+	// charges at once across every process.
 	wcfg := skipjack.WorkerConfig{Concurrency: 12, Logger: logger}
-	workers := []interface{ Run(context.Context) error }{
+	workers := []skipjack.GroupWorker{
 		sendemail.NewWorker(pool, func(ctx context.Context, job *sendemail.Job) error {
 			sent.Add(1) // a real handler would talk to a mail server here
 			return nil
@@ -133,23 +134,20 @@ func run(ctx context.Context, pool *pgxpool.Pool, out io.Writer) (summary, error
 
 	workCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.Run(workCtx); err != nil {
-				fmt.Fprintln(os.Stderr, "worker:", err)
-			}
-		}()
-	}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		if err := skipjack.RunGroup(workCtx, skipjack.GroupConfig{Concurrency: 24}, workers...); err != nil {
+			fmt.Fprintln(os.Stderr, "workers:", err)
+		}
+	}()
 	start := time.Now()
 	err := waitDrained(ctx, pool, func(left int64) {
 		fmt.Fprintf(out, "%6.1fs  sent %5d  resized %4d  charged %5d  refused %3d  left %5d\n",
 			time.Since(start).Seconds(), sent.Load(), resized.Load(), charged.Load(), refused.Load(), left)
 	})
 	cancel()
-	wg.Wait()
+	<-ran
 	if err != nil {
 		return summary{}, err
 	}

@@ -231,6 +231,11 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	if claimable {
 		signal(r.slotFreed)
 	}
+	if acked && completed && (r.spec.Serial || r.spec.limited()) {
+		// CompleteTx settled the job in its own transaction: no flush will
+		// (see settle), and the jobs it held back can be claimed now.
+		signal(r.poke)
+	}
 	if results == 1 || results == r.cfg.BatchSize {
 		signal(r.kick)
 	}

@@ -41,9 +41,17 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	// claim, not one per free batch.
 	lastFull := false
 	var pollAt time.Time
+	// wantAt is the earliest due time noteDue asked for, kept until the
+	// poll fires at or after it, so that no later reset of the poll timer
+	// (after a claim's result, say) can push the claim it asked for back
+	// by a whole PollInterval.
+	var wantAt time.Time
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	resetPoll := func(d time.Duration) {
+		if !wantAt.IsZero() {
+			d = min(d, max(time.Until(wantAt), 0))
+		}
 		poll.Reset(d)
 		pollAt = time.Now().Add(d)
 	}
@@ -71,8 +79,11 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				continue
 			}
 		}
-		if due := r.takeDue(); !due.IsZero() && due.Before(pollAt) {
-			resetPoll(time.Until(due))
+		if due := r.takeDue(); !due.IsZero() && (wantAt.IsZero() || due.Before(wantAt)) {
+			wantAt = due
+			if due.Before(pollAt) {
+				resetPoll(time.Until(due))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -97,6 +108,9 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 			more = true
 		case <-poll.C:
 			more = true
+			if !wantAt.After(time.Now()) {
+				wantAt = time.Time{}
+			}
 			resetPoll(jitter(r.cfg.PollInterval))
 		case <-r.slotFreed:
 		case <-retry.C:

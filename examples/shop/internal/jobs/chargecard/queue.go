@@ -42,6 +42,7 @@ var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "shop_jobs.charge_card", MaxAttempts: 25,
 	BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: time.Minute, Lease: 30 * time.Second,
 	RetainCompleted: 24 * time.Hour, RetainFailed: 720 * time.Hour,
+	LimitConcurrency: 8,
 }
 
 // queue runs this package's functions on the queue's sqlc queries.

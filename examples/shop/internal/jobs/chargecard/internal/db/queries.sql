@@ -27,27 +27,35 @@ INSERT INTO "shop_jobs"."charge_card" ("payload", "priority", "run_at", "trace")
 SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 
 -- name: Claim :many
--- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing.
-WITH picked AS (
+-- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 8 jobs are claimed (running or prefetched) in all processes together, and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+WITH args AS (
+    -- The parameters, in the order of the unlimited Claim's.
+    SELECT sqlc.arg(lease)::interval AS "lease", sqlc.arg(worker)::text AS "worker", sqlc.arg(max)::integer AS "max"
+), allowance AS (
+    SELECT greatest(0, least((SELECT "max" FROM args),
+        8 - (SELECT count(*) FROM "shop_jobs"."charge_card" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer)) AS "n"
+), picked AS (
     SELECT c."id" FROM "shop_jobs"."charge_card" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "shop_jobs"."_skipjack_queues" WHERE "name" = 'charge_card' AND "paused_at" IS NOT NULL)
     ORDER BY c."run_at", c."id"
-    LIMIT sqlc.arg(max)
+    LIMIT (SELECT "n" FROM allowance)
     FOR NO KEY UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE "shop_jobs"."charge_card" AS j
+    SET "state" = 'running',
+        "attempt" = j."attempt" + 1,
+        "claim" = j."claim" + 1,
+        "lease_expires_at" = now() + (SELECT "lease" FROM args),
+        "worker" = (SELECT "worker" FROM args)
+    WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+    RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
 )
-UPDATE "shop_jobs"."charge_card" AS j
-SET "state" = 'running',
-    "attempt" = j."attempt" + 1,
-    "claim" = j."claim" + 1,
-    "lease_expires_at" = now() + sqlc.arg(lease)::interval,
-    "worker" = sqlc.arg(worker)::text
-WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
+SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace" FROM claimed;
 
 -- name: Admit :exec
--- Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
-SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true);
+-- Admit prepares the transaction in which a queue with limits or a serial key claims: it takes, until the transaction ends, the lock under which the queue's claims take turns, and it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+SELECT pg_advisory_xact_lock(-6280019942470283723), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true);
 
 -- name: Headroom :one
 -- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).

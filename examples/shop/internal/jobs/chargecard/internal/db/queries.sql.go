@@ -50,10 +50,10 @@ func (q *Queries) Activity(ctx context.Context, since time.Time) ([]ActivityRow,
 }
 
 const admit = `-- name: Admit :exec
-SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)
+SELECT pg_advisory_xact_lock(-6280019942470283723), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)
 `
 
-// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it takes, until the transaction ends, the lock under which the queue's claims take turns, and it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few.
 func (q *Queries) Admit(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, admit)
 	return err
@@ -80,22 +80,30 @@ func (q *Queries) Cancel(ctx context.Context, ids []int64) (int64, error) {
 }
 
 const claim = `-- name: Claim :many
-WITH picked AS (
+WITH args AS (
+    -- The parameters, in the order of the unlimited Claim's.
+    SELECT $1::interval AS "lease", $2::text AS "worker", $3::integer AS "max"
+), allowance AS (
+    SELECT greatest(0, least((SELECT "max" FROM args),
+        8 - (SELECT count(*) FROM "shop_jobs"."charge_card" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer)) AS "n"
+), picked AS (
     SELECT c."id" FROM "shop_jobs"."charge_card" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "shop_jobs"."_skipjack_queues" WHERE "name" = 'charge_card' AND "paused_at" IS NOT NULL)
     ORDER BY c."run_at", c."id"
-    LIMIT $3
+    LIMIT (SELECT "n" FROM allowance)
     FOR NO KEY UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE "shop_jobs"."charge_card" AS j
+    SET "state" = 'running',
+        "attempt" = j."attempt" + 1,
+        "claim" = j."claim" + 1,
+        "lease_expires_at" = now() + (SELECT "lease" FROM args),
+        "worker" = (SELECT "worker" FROM args)
+    WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+    RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
 )
-UPDATE "shop_jobs"."charge_card" AS j
-SET "state" = 'running',
-    "attempt" = j."attempt" + 1,
-    "claim" = j."claim" + 1,
-    "lease_expires_at" = now() + $1::interval,
-    "worker" = $2::text
-WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
-RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
+SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace" FROM claimed
 `
 
 // ClaimRow is one row returned by Claim.
@@ -113,7 +121,7 @@ type ClaimRow struct {
 	Trace       []byte
 }
 
-// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing.
+// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 8 jobs are claimed (running or prefetched) in all processes together, and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
