@@ -46,21 +46,29 @@ func seededMinute(queue string, m int) (completed, failed int64, bucket int) {
 // as workers that ran for the past hour would have: minutes 2 to
 // seededMinutes+1 ago, for sync_account (which deletes completed jobs at
 // ack) and send_email, with each minute's waits in one histogram bucket.
-func seedHistory(t *testing.T, pool *pgxpool.Pool) {
+//
+// It returns the minute (on the database's clock) the minutes are counted
+// back from.
+func seedHistory(t *testing.T, pool *pgxpool.Pool) time.Time {
 	t.Helper()
+	var base time.Time
+	if err := pool.QueryRow(t.Context(), `SELECT date_trunc('minute', now())`).Scan(&base); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{syncaccount.Name, "send_email"} {
 		for m := 2; m <= seededMinutes+1; m++ {
 			completed, failed, bucket := seededMinute(q, m)
 			waits := make([]int64, len(skipjack.WaitBounds)+1)
 			waits[bucket] = completed
 			_, err := pool.Exec(t.Context(), `INSERT INTO skipjack._skipjack_counts (queue, minute, worker, completed, failed, waits)
-				VALUES ($1, date_trunc('minute', now()) - make_interval(mins => $2), 'history/1', $3, $4, $5)`,
-				q, m, completed, failed, waits)
+				VALUES ($1, $2, 'history/1', $3, $4, $5)`,
+				q, base.Add(-time.Duration(m)*time.Minute), completed, failed, waits)
 			if err != nil {
 				t.Fatalf("seed history: %v", err)
 			}
 		}
 	}
+	return base
 }
 
 // failSyncJobs runs a sync_account worker over jobs for accounts 101..106
@@ -107,7 +115,7 @@ func TestBrowserHistoryFailuresFind(t *testing.T) {
 	s := seed(t)
 	ctx := t.Context()
 	failSyncJobs(t, s.pool)
-	seedHistory(t, s.pool)
+	base0 := seedHistory(t, s.pool)
 	for i, c := range []int64{42, 42, 7} {
 		if _, err := syncaccount.Enqueue(ctx, s.pool, syncaccount.Payload{AccountID: 201 + int64(i), Customer: c, Region: "us"}); err != nil {
 			t.Fatal(err)
@@ -137,10 +145,7 @@ func TestBrowserHistoryFailuresFind(t *testing.T) {
 	// previous minute also hold what the workers above recorded).
 	for m := 3; m <= seededMinutes+1; m += 7 {
 		completed, failed, _ := seededMinute(q, m)
-		var at time.Time
-		if err := s.pool.QueryRow(ctx, `SELECT date_trunc('minute', now()) - make_interval(mins => $1)`, m).Scan(&at); err != nil {
-			t.Fatal(err)
-		}
+		at := base0.Add(-time.Duration(m) * time.Minute)
 		got, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](fmt.Sprintf(
 			`(() => { const g = document.querySelector('svg[data-chart=throughput] g[data-start=%q]'); return g ? [g.dataset.completed, g.dataset.failed] : []; })()`,
 			at.UTC().Format(time.RFC3339))))
