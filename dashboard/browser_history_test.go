@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,8 +227,15 @@ func TestBrowserHistoryFailuresFind(t *testing.T) {
 		}
 	}
 
-	page("h12-job", base+"queues/send_email/jobs/"+strconv.FormatInt(s.failed, 10), `#job-state`)
+	failedID := strconv.FormatInt(s.failed, 10)
+	page("h12-job", base+"queues/send_email/jobs/"+failedID, `#job-state`)
+	page("h13-confirm-retry", base+"queues/send_email/jobs/"+failedID+"/retry", `form.confirm button[type=submit]`)
+	page("h14-confirm-many", base+"queues/send_email/retry?ids="+failedID, `form.confirm button[type=submit]`)
+	page("h15-scheduled", base+"queues/send_email?state=scheduled", `table.jobs`)
+	page("h16-group-list", base+"queues/"+q+"?state=failed&error="+url.QueryEscape(group), `.filter`)
 	if msgs := console(); len(msgs) > 0 {
 		t.Errorf("the pages wrote to the console:\n%s", strings.Join(msgs, "\n"))
 	}
+	// Last, since the browser logs the 404 of the page itself.
+	page("h17-not-found", base+"queues/no_such_queue", `p.error`)
 }

@@ -46,7 +46,14 @@
       // Paused meanwhile, or the same figures: leave the page alone.
       if (paused || html === last) return;
       last = html;
+      // Disclosures the reader opened (a chart's data table) stay open.
+      var open = [];
+      live.querySelectorAll("details[id][open]").forEach(function (d) { open.push(d.id); });
       live.innerHTML = html;
+      open.forEach(function (id) {
+        var d = document.getElementById(id);
+        if (d) d.open = true;
+      });
       count++;
       live.setAttribute("data-refreshed", String(count));
       say(stopped ? "Auto-refresh stopped" : "Updated " + new Date().toLocaleTimeString());
