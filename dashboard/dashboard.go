@@ -33,8 +33,9 @@ type Config struct {
 	// Queues are the queues to show, in this order: the Admin view of each
 	// generated queue package (sendemail.Admin(pool)). Names must be unique.
 	Queues []skipjack.QueueAdmin
-	// Actions enables retry and cancel. Off by default: the dashboard then
-	// only reads, and works with a read-only database role.
+	// Actions enables retry and cancel (of jobs, a page of jobs or a
+	// failure group) and pause and resume (of a queue). Off by default: the
+	// dashboard then only reads, and works with a read-only database role.
 	Actions bool
 	// Title names the dashboard in page titles and the header. Default
 	// "skipjack".

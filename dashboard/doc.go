@@ -47,7 +47,8 @@
 //
 // # Safety
 //
-// Actions (retry, cancel) are off unless [Config.Actions] is set. Every
+// Actions (retry, cancel, retrying a failure group, pause and resume) are
+// off unless [Config.Actions] is set. Every
 // action is a POST from a confirmation page and carries a token, an HMAC of
 // the action, queue, job ids and an expiry under a secret key
 // ([Config.Secret], random per process by default); cross-origin browser
@@ -69,9 +70,11 @@
 //
 // (ALTER DEFAULT PRIVILEGES covers tables that later migrations create when
 // they are run by the role that runs this statement.) With actions enabled,
-// the role needs UPDATE as well, and read-write transactions:
+// the role needs UPDATE as well, INSERT on the queues table (pausing a queue
+// for the first time adds its row), and read-write transactions:
 //
 //	ALTER ROLE skipjack_dashboard SET default_transaction_read_only = off;
 //	GRANT UPDATE ON ALL TABLES IN SCHEMA skipjack TO skipjack_dashboard;
+//	GRANT INSERT ON skipjack._skipjack_queues TO skipjack_dashboard;
 //	ALTER DEFAULT PRIVILEGES IN SCHEMA skipjack GRANT UPDATE ON TABLES TO skipjack_dashboard;
 package dashboard

@@ -446,7 +446,8 @@ func TestPostgresDashboardRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := "/queues/send_email/jobs/" + strconv.FormatInt(s.failed, 10)
-	for _, target := range []string{"/", "/queues/send_email", "/queues/resize_image?state=completed", failed, failed + "/retry"} {
+	for _, target := range []string{"/", "/?range=day", "/queues/send_email", "/queues/resize_image?state=completed", failed, failed + "/retry",
+		"/queues/sync_account", "/queues/sync_account/failures", "/queues/sync_account?where=customer%3D42", "/queues/sync_account/pause"} {
 		if res, body := do(t, h, httptest.NewRequest("GET", target, nil)); res.StatusCode != http.StatusOK {
 			t.Errorf("GET %s as the read-only role: %d:\n%s", target, res.StatusCode, body)
 		}
@@ -475,6 +476,17 @@ func TestPostgresDashboardRoles(t *testing.T) {
 		if rec, err := sendemail.Get(ctx, s.pool, id); err != nil || rec.State != want {
 			t.Errorf("job %d as the actions role: %+v (%v), want %s", id, rec, err, want)
 		}
+	}
+
+	// Pausing inserts the queue's row in the queues table the first time:
+	// UPDATE alone does not do.
+	if res, body := do(t, h, post("/queues/sync_account/pause", confirmToken(t, h, "/queues/sync_account/pause"), nil)); res.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "permission denied") {
+		t.Errorf("pause without INSERT on the queues table: %d:\n%s", res.StatusCode, body)
+	}
+	exec(`GRANT INSERT ON skipjack._skipjack_queues TO ` + role)
+	confirmAndPost(t, h, "/queues/sync_account/pause")
+	if st, err := syncaccount.Stats(ctx, s.pool); err != nil || !st.Paused {
+		t.Errorf("after pausing as the actions role: %+v (%v), want paused", st, err)
 	}
 }
 
