@@ -477,3 +477,33 @@ func TestListScheduledBound(t *testing.T) {
 		}
 	}
 }
+
+// plainAdmin is a QueueAdmin with nothing more: embedding the interface
+// hides the fake's QueueInsights methods, as a QueueAdmin written by hand
+// would lack them.
+type plainAdmin struct{ skipjack.QueueAdmin }
+
+// TestQueueAdminWithoutInsights checks that a QueueAdmin that does not
+// implement skipjack.QueueInsights still gets every page: the overview
+// counts the last hour from Finished, the queue page lists its jobs, and
+// the charts and failure groups say why they are missing.
+func TestQueueAdminWithoutInsights(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue("alpha", 60, testNow)
+	h, _ := newTestHandler(t, Config{Queues: []skipjack.QueueAdmin{plainAdmin{q}}})
+	tests := []struct {
+		path       string
+		wantStatus int
+		want       string
+	}{
+		{"/", http.StatusOK, "alpha"},
+		{"/queues/alpha", http.StatusOK, "does not implement skipjack.QueueInsights"},
+		{"/queues/alpha/failures", http.StatusInternalServerError, "does not implement skipjack.QueueInsights"},
+	}
+	for _, tt := range tests {
+		res, body := do(t, h, httptest.NewRequest(http.MethodGet, tt.path, nil))
+		if res.StatusCode != tt.wantStatus || !strings.Contains(body, tt.want) {
+			t.Errorf("GET %s: %d, body contains %q: %v; want %d and it", tt.path, res.StatusCode, tt.want, strings.Contains(body, tt.want), tt.wantStatus)
+		}
+	}
+}

@@ -12,8 +12,11 @@
 // They are SVG drawn on the server, with their data in a table under them,
 // so they read without JavaScript and with a screen reader. The figures
 // come from the schema's counts table, which the statements that
-// acknowledge and resolve jobs write (QueueAdmin.Activity), so they cover
-// queues that delete jobs at ack.
+// acknowledge and resolve jobs write (skipjack.QueueInsights.Activity, which
+// every generated Admin implements), so they cover queues that delete jobs
+// at ack. For a QueueAdmin without QueueInsights the overview counts the
+// last hour from retained rows (Finished) and the charts, failure groups and
+// schedules say they are unavailable.
 //
 // A queue's failures page groups its most recent failed jobs by their last
 // error, with numbers and ids folded ("account N not found"), links to

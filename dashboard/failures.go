@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -36,6 +37,11 @@ type failuresData struct {
 	Scan   int
 }
 
+// errNoInsights is what the pages that need recorded activity, failure
+// groups or schedules show for a queue whose QueueAdmin does not implement
+// skipjack.QueueInsights (one written by hand, say).
+var errNoInsights = errors.New("this queue's admin does not record activity, failure groups or schedules (it does not implement skipjack.QueueInsights)")
+
 // failuresPage serves a queue's failed jobs grouped by their normalised
 // last error.
 func (h *Handler) failuresPage(w http.ResponseWriter, r *http.Request, seg []string, q skipjack.QueueAdmin) {
@@ -46,7 +52,13 @@ func (h *Handler) failuresPage(w http.ResponseWriter, r *http.Request, seg []str
 	name := q.Name()
 	d := failuresData{Queue: name, Scan: skipjack.FailureGroupsScan}
 	status := http.StatusOK
-	groups, err := q.FailureGroups(ctx, failureGroupsShown)
+	var groups []skipjack.FailureGroup
+	var err error
+	if in, ok := q.(skipjack.QueueInsights); ok {
+		groups, err = in.FailureGroups(ctx, failureGroupsShown)
+	} else {
+		err = errNoInsights
+	}
 	if err != nil {
 		status = http.StatusInternalServerError
 		d.Err = h.failed(ctx, "failure groups", name, err)

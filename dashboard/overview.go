@@ -121,7 +121,16 @@ func (h *Handler) queueRow(ctx context.Context, name string, now time.Time) queu
 		return row
 	}
 	row.Stats = st
-	row.Activity, err = q.Activity(ctx, now.Add(-activitySpan))
+	in, ok := q.(skipjack.QueueInsights)
+	if !ok {
+		// No recorded activity: the last hour from the retained rows.
+		row.Completed, row.Failed, err = q.Finished(ctx, now.Add(-time.Hour))
+		if err != nil {
+			row.Err = h.failed(ctx, "finished", name, err)
+		}
+		return row
+	}
+	row.Activity, err = in.Activity(ctx, now.Add(-activitySpan))
 	if err != nil {
 		row.Err = h.failed(ctx, "activity", name, err)
 		return row

@@ -194,14 +194,23 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		}
 		d.Tabs = append(d.Tabs, t)
 	}
-	if d.Schedules, err = q.Schedules(ctx); err != nil {
-		d.SchedulesErr = h.failed(ctx, "schedules", name, err)
+	in, insights := q.(skipjack.QueueInsights)
+	if insights {
+		if d.Schedules, err = in.Schedules(ctx); err != nil {
+			d.SchedulesErr = h.failed(ctx, "schedules", name, err)
+		}
 	}
 	rng, ok := rangeNamed(query.Get("range"))
 	if !ok {
 		status = http.StatusBadRequest
 	}
-	if mins, err := q.Activity(ctx, now.Add(-activitySpan)); err != nil {
+	var mins []skipjack.ActivityMinute
+	if insights {
+		mins, err = in.Activity(ctx, now.Add(-activitySpan))
+	} else {
+		err = errNoInsights
+	}
+	if err != nil {
 		d.Chart = chart{ID: "queue", Range: rng, Err: h.failed(ctx, "activity", name, err)}
 	} else {
 		d.Chart = newChart("queue", mins, rng, now)

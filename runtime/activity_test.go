@@ -59,7 +59,7 @@ func TestActivityCountsDeletedJobs(t *testing.T) {
 	stop()
 	took := time.Since(begin)
 
-	mins, err := fast.Admin(pool).Activity(ctx, begin)
+	mins, err := fast.Admin(pool).(skipjack.QueueInsights).Activity(ctx, begin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,26 @@ type ListParams struct {
 	ErrorGroup string
 }
 
+// QueueInsights is what a QueueAdmin may also implement for the history
+// and diagnosis views of tools: the dashboard's charts, failure groups and
+// periodic schedules. The Admin of every generated queue package and the
+// skipjack CLI's implement it; tools check for it at run time (a type
+// assertion) and leave those views out for a QueueAdmin without it, so
+// QueueAdmin itself stays small enough to implement by hand.
+type QueueInsights interface {
+	// Activity returns what the queue's workers recorded per minute since
+	// the given time, in minute order; minutes without a finished job are
+	// left out. Records are kept for about a day.
+	Activity(ctx context.Context, since time.Time) ([]ActivityMinute, error)
+	// FailureGroups groups the queue's FailureGroupsScan most recently
+	// failed jobs by their normalised last error and returns up to limit
+	// groups, largest first.
+	FailureGroups(ctx context.Context, limit int) ([]FailureGroup, error)
+	// Schedules describes the queue's periodic jobs with their last and
+	// next slots.
+	Schedules(ctx context.Context) ([]ScheduleInfo, error)
+}
+
 // QueueAdmin is the untyped operations view of one queue, with payloads as
 // raw JSON: what tools such as the dashboard and the skipjack jobs command
 // work with. Every generated queue package returns one from its Admin
@@ -99,17 +119,6 @@ type QueueAdmin interface {
 	// given time. Queues that delete completed jobs at ack report 0
 	// completed.
 	Finished(ctx context.Context, since time.Time) (completed, failed int64, err error)
-	// Activity returns what the queue's workers recorded per minute since
-	// the given time, in minute order; minutes without a finished job are
-	// left out. Records are kept for about a day.
-	Activity(ctx context.Context, since time.Time) ([]ActivityMinute, error)
-	// FailureGroups groups the queue's FailureGroupsScan most recently
-	// failed jobs by their normalised last error and returns up to limit
-	// groups, largest first.
-	FailureGroups(ctx context.Context, limit int) ([]FailureGroup, error)
-	// Schedules describes the queue's periodic jobs with their last and
-	// next slots.
-	Schedules(ctx context.Context) ([]ScheduleInfo, error)
 	// Get returns one job, or an error matching ErrNotFound.
 	Get(ctx context.Context, id int64) (*Record[json.RawMessage], error)
 	// List returns a page of jobs in id order.

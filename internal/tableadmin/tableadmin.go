@@ -53,6 +53,8 @@ type Admin struct {
 
 var _ skipjack.QueueAdmin = (*Admin)(nil)
 
+var _ skipjack.QueueInsights = (*Admin)(nil)
+
 // New returns the admin of queue q on db.
 func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 	sections := parseQueries(q.Queries)

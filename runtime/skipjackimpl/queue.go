@@ -370,7 +370,12 @@ func withPayload[Q any](r *skipjack.Record[[]byte], p Q) *skipjack.Record[Q] {
 	}
 }
 
-// admin implements skipjack.QueueAdmin.
+var (
+	_ skipjack.QueueAdmin    = admin[struct{}]{}
+	_ skipjack.QueueInsights = admin[struct{}]{}
+)
+
+// admin implements skipjack.QueueAdmin and skipjack.QueueInsights.
 type admin[P any] struct {
 	q  *Queue[P]
 	db DBTX
