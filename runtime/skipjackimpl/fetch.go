@@ -2,13 +2,12 @@ package skipjackimpl
 
 import (
 	"context"
-
 	"encoding/json"
 	"fmt"
-	"github.com/jackc/pgx/v5"
 	"runtime/debug"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
