@@ -222,7 +222,9 @@ func TestRunJob(t *testing.T) {
 			return ctx.Err()
 		},
 		check: func(t *testing.T, res skipjacktest.Result[fast.Payload]) {
-			if res.Outcome != skipjack.OutcomeRetried || !strings.Contains(res.Err.Error(), "overran its 500ms timeout") || res.Took < 500*time.Millisecond {
+			// The deadline is set just before the handler's clock starts,
+			// so Took may fall short of 500ms by that gap (0.3ms seen).
+			if res.Outcome != skipjack.OutcomeRetried || !strings.Contains(res.Err.Error(), "overran its 500ms timeout") || res.Took < 495*time.Millisecond {
 				t.Errorf("got %+v, want retried after overrunning the 500ms timeout", res)
 			}
 		},
