@@ -14,8 +14,8 @@ import (
 
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/capped"
-	"github.com/skipjack-dev/skipjack/bench/internal/jobs/keyed"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/kept"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/keyed"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/noop"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/paced"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/quiet"

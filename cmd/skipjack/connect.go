@@ -113,6 +113,22 @@ func withQueues(o options, f func(ctx context.Context, cfg *config.Config, admin
 	return explainPooler(f(ctx, cfg, admins))
 }
 
+// withQueue is withQueues for the one queue o.queue names: it calls f with
+// that queue's admin and prefixes f's error with the queue's name.
+func withQueue(o options, f func(ctx context.Context, q *tableadmin.Admin) error) error {
+	return withQueues(o, func(ctx context.Context, _ *config.Config, admins []*tableadmin.Admin) error {
+		for _, q := range admins {
+			if q.Name() == o.queue {
+				if err := f(ctx, q); err != nil {
+					return fmt.Errorf("%s: %w", q.Name(), err)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown queue %q", o.queue) // knownQueue let it through
+	})
+}
+
 // knownQueue checks that name ("" for none) is a live queue of cfg.
 func knownQueue(cfg *config.Config, name string) error {
 	if name == "" {

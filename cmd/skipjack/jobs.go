@@ -14,7 +14,6 @@ import (
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
-	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
@@ -143,18 +142,10 @@ const (
 // runJobs runs op on o's queue.
 func runJobs(op jobsOp, o options) (*jobsResult, error) {
 	var res *jobsResult
-	err := withQueues(o, func(ctx context.Context, _ *config.Config, admins []*tableadmin.Admin) error {
-		for _, q := range admins {
-			if q.Name() == o.queue {
-				var err error
-				res, err = jobs(ctx, q, op, o)
-				if err != nil {
-					return fmt.Errorf("%s: %w", q.Name(), err)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("unknown queue %q", o.queue) // knownQueue let it through
+	err := withQueue(o, func(ctx context.Context, q *tableadmin.Admin) error {
+		var err error
+		res, err = jobs(ctx, q, op, o)
+		return err
 	})
 	return res, err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
@@ -40,33 +39,27 @@ func oneQueue(o *options, args []string) error {
 // queues resume.
 func queuesToggle(pause bool) func(o options, e env) error {
 	return func(o options, e env) error {
-		return withQueues(o, func(ctx context.Context, _ *config.Config, admins []*tableadmin.Admin) error {
-			for _, q := range admins {
-				if q.Name() != o.queue {
-					continue
-				}
-				was, err := q.Stats(ctx)
-				if err != nil {
-					return fmt.Errorf("%s: %w", q.Name(), err)
-				}
-				change, verb := q.Resume, "resumed"
-				if pause {
-					change, verb = q.Pause, "paused"
-				}
-				if err := change(ctx); err != nil {
-					return fmt.Errorf("%s: %w", q.Name(), err)
-				}
-				switch {
-				case was.Paused == pause:
-					fmt.Fprintf(e.stdout, "%s: already %s\n", q.Name(), verb)
-				case pause:
-					fmt.Fprintf(e.stdout, "%s: paused; %d pending jobs wait, %d running jobs finish\n", q.Name(), was.Pending+was.Scheduled, was.Running)
-				default:
-					fmt.Fprintf(e.stdout, "%s: resumed; %d pending jobs can be claimed\n", q.Name(), was.Pending+was.Scheduled)
-				}
-				return nil
+		return withQueue(o, func(ctx context.Context, q *tableadmin.Admin) error {
+			was, err := q.Stats(ctx)
+			if err != nil {
+				return err
 			}
-			return fmt.Errorf("unknown queue %q", o.queue)
+			change, verb := q.Resume, "resumed"
+			if pause {
+				change, verb = q.Pause, "paused"
+			}
+			if err := change(ctx); err != nil {
+				return err
+			}
+			switch {
+			case was.Paused == pause:
+				fmt.Fprintf(e.stdout, "%s: already %s\n", q.Name(), verb)
+			case pause:
+				fmt.Fprintf(e.stdout, "%s: paused; %d pending jobs wait, %d running jobs finish\n", q.Name(), was.Pending+was.Scheduled, was.Running)
+			default:
+				fmt.Fprintf(e.stdout, "%s: resumed; %d pending jobs can be claimed\n", q.Name(), was.Pending+was.Scheduled)
+			}
+			return nil
 		})
 	}
 }
