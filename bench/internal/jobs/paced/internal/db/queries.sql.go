@@ -455,18 +455,23 @@ func (q *Queries) Gone(ctx context.Context, worker string) error {
 }
 
 const headroom = `-- name: Headroom :one
+WITH clock AS (
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+), recent AS (
+    SELECT s."slot", s."n"
+    FROM "skipjack"."_skipjack_queues" AS q
+    CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
+    CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
+    WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+)
 SELECT
     EXISTS (SELECT FROM "skipjack"."paced" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
     (SELECT count(*) FROM "skipjack"."paced" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
     coalesce((
-        SELECT CASE WHEN sum(s."n") >= 10000000
-               THEN greatest(0, (min(s."slot") + 105) * 10 - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+        SELECT CASE WHEN sum("n") >= 10000000
+               THEN greatest(0, (min("slot") + 105) * 10 - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
                ELSE 0 END
-        FROM "skipjack"."_skipjack_queues" AS q
-        CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
-        CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
-        WHERE q."name" = 'paced'
-          AND s."slot" > floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint - 105
+        FROM recent
     ), 0)::bigint AS rate_wait_ms
 `
 
