@@ -158,13 +158,14 @@ func AlterSteps(from, to Table) ([]Step, error) {
 	if !sameSerial(from.Serial, to.Serial) {
 		idx, running := QuoteIdent(to.Name+"_serial_idx"), QuoteIdent(to.Name+"_serial_running_idx")
 		if from.Serial != nil {
+			ddl := serialIndexes(from, true)
 			steps = append(steps,
 				Step{Kind: NoTransaction,
 					Up:   []string{dropIndex(sch, running)},
-					Down: []string{serialIndexes(from, true)[1]}},
+					Down: []string{ddl[1]}},
 				Step{Kind: NoTransaction,
 					Up:   []string{dropIndex(sch, idx)},
-					Down: []string{serialIndexes(from, true)[0]}})
+					Down: []string{ddl[0]}})
 		}
 		if to.Serial != nil {
 			ddl := serialIndexes(to, true)
