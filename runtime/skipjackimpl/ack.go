@@ -111,7 +111,7 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		}
 		soonest := time.Duration(-1)
 		for _, x := range rs {
-			if x.Outcome != OutcomeFail && (soonest < 0 || x.Delay < soonest) {
+			if x.Action != ActionFail && (soonest < 0 || x.Delay < soonest) {
 				soonest = x.Delay
 			}
 		}

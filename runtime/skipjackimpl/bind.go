@@ -166,7 +166,7 @@ func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Resolve(ctx context.Context, r
 	delays := make([]time.Duration, len(rs))
 	messages := make([]string, len(rs))
 	for i, r := range rs {
-		ids[i], claims[i], outcomes[i], delays[i], messages[i] = r.ID, r.Claim, string(r.Outcome), r.Delay, storableText(r.Message)
+		ids[i], claims[i], outcomes[i], delays[i], messages[i] = r.ID, r.Claim, string(r.Action), r.Delay, storableText(r.Message)
 	}
 	return b.q.Resolve(ctx, ids, claims, outcomes, delays, messages)
 }

@@ -41,7 +41,7 @@ func TestDecodePanicFailsJob(t *testing.T) {
 		t.Errorf("handler ran %d times, want 0", ran)
 	}
 	for _, r := range f.resolves {
-		if r.Outcome != OutcomeFail || !strings.Contains(r.Message, "decode payload: panic: bad decoder") {
+		if r.Action != ActionFail || !strings.Contains(r.Message, "decode payload: panic: bad decoder") {
 			t.Errorf("resolution %+v, want fail with decode payload: panic: bad decoder", r)
 		}
 	}

@@ -36,7 +36,7 @@ func (r *runner[T]) handlerLoop() {
 		case ctx == nil:
 			// Cancelled by an operator before it started: it never
 			// starts, and the database fails it as cancelled.
-			r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRelease}, false)
+			r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Action: ActionRelease}, false)
 		default:
 			r.admit(ctx, e)
 		}
@@ -85,7 +85,7 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	job := e.job
 	if err := e.decodeErr; err != nil {
-		res := Resolution{Outcome: OutcomeFail, Message: storableText(err.Error())}
+		res := Resolution{Action: ActionFail, Message: storableText(err.Error())}
 		r.jobEnd(r.jobStart(ctx, job), job, 0, err, res)
 		e.cancel(nil)
 		r.finish(e, res, false)
@@ -127,7 +127,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		// Interrupted by shutdown, or because the worker could not prove
 		// it is alive: released with the attempt restored (an operator's
 		// cancel still fails it).
-		res = Resolution{ID: job.ID, Claim: job.Claim, Outcome: OutcomeRelease}
+		res = Resolution{ID: job.ID, Claim: job.Claim, Action: ActionRelease}
 	case err != nil:
 		res = r.resolution(job, err)
 	}
@@ -184,13 +184,13 @@ func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
 	var snooze *skipjack.SnoozeError
 	switch {
 	case errors.As(err, &perm):
-		res.Outcome = OutcomeFail
+		res.Action = ActionFail
 	case errors.As(err, &snooze):
-		res.Outcome = OutcomeSnooze
+		res.Action = ActionSnooze
 		res.Delay = max(snooze.Duration, r.cfg.PollInterval)
 		res.Message = ""
 	default:
-		res.Outcome = OutcomeRetry
+		res.Action = ActionRetry
 		res.Delay = retryDelay(job.Attempt, r.spec.BackoffMin, r.spec.BackoffMax)
 	}
 	return res

@@ -262,7 +262,7 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 		}
 		e.abandoned = true
 		r.queueResolutionLocked(e, Resolution{
-			ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRetry,
+			ID: e.row.ID, Claim: e.row.Claim, Action: ActionRetry,
 			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
 			Message: fmt.Sprintf("handler ignored its context for %v past its %v timeout; abandoned", now.Sub(e.startedAt)-r.spec.Timeout, r.spec.Timeout),
 		}, now)

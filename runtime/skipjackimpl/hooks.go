@@ -81,10 +81,10 @@ func attemptOutcome(attempt, maxAttempts int, err error, res Resolution, cause e
 	case err == nil:
 		return skipjack.OutcomeCompleted, 0
 	}
-	switch res.Outcome {
-	case OutcomeSnooze:
+	switch res.Action {
+	case ActionSnooze:
 		return skipjack.OutcomeSnoozed, res.Delay
-	case OutcomeRetry:
+	case ActionRetry:
 		if attempt < maxAttempts {
 			return skipjack.OutcomeRetried, res.Delay
 		}

@@ -15,7 +15,7 @@ import (
 func TestAttemptOutcome(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	retry := Resolution{Outcome: OutcomeRetry, Delay: time.Second}
+	retry := Resolution{Action: ActionRetry, Delay: time.Second}
 	tests := []struct {
 		name         string
 		attempt, max int
@@ -31,8 +31,8 @@ func TestAttemptOutcome(t *testing.T) {
 		{"error retries", 2, 3, boom, retry, nil, skipjack.OutcomeRetried, time.Second},
 		{"last attempt fails", 3, 3, boom, retry, nil, skipjack.OutcomeFailed, 0},
 		{"over the last attempt fails", 4, 3, boom, retry, nil, skipjack.OutcomeFailed, 0},
-		{"snooze", 3, 3, boom, Resolution{Outcome: OutcomeSnooze, Delay: time.Minute}, nil, skipjack.OutcomeSnoozed, time.Minute},
-		{"permanent", 1, 3, boom, Resolution{Outcome: OutcomeFail}, nil, skipjack.OutcomeFailed, 0},
+		{"snooze", 3, 3, boom, Resolution{Action: ActionSnooze, Delay: time.Minute}, nil, skipjack.OutcomeSnoozed, time.Minute},
+		{"permanent", 1, 3, boom, Resolution{Action: ActionFail}, nil, skipjack.OutcomeFailed, 0},
 		{"cancelled", 1, 3, boom, retry, skipjack.ErrCancelled, skipjack.OutcomeCancelled, 0},
 		{"lease lost", 1, 3, boom, retry, skipjack.ErrLeaseLost, skipjack.OutcomeLeaseLost, 0},
 		{"shutdown cancel is an ordinary error", 1, 3, boom, retry, context.Canceled, skipjack.OutcomeRetried, time.Second},

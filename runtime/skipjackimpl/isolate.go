@@ -254,7 +254,7 @@ func (r *runner[T]) startedLocked(e *entry[T]) {
 // lease was lost meanwhile).
 func (r *runner[T]) giveBack(e *entry[T]) {
 	e.cancel(nil)
-	r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Outcome: OutcomeRelease}, false)
+	r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Action: ActionRelease}, false)
 }
 
 // awaitSettled waits until e's result is written (or dropped), at most a

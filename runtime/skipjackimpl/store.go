@@ -73,30 +73,32 @@ type claimedShape = struct {
 // payload is decoded.
 type ClaimedRow claimedShape
 
-// Outcome says what a resolution does with a job that did not complete.
-type Outcome string
+// Action says what a resolution does with a job that did not complete. It
+// is the database's side of an attempt's end; skipjack.Outcome is what
+// hooks are told of it.
+type Action string
 
-// The outcomes of Store.Resolve.
+// The actions of Store.Resolve.
 const (
-	// OutcomeRetry makes the job pending again after Delay, or failed when
+	// ActionRetry makes the job pending again after Delay, or failed when
 	// its attempts are used up.
-	OutcomeRetry Outcome = "retry"
-	// OutcomeFail marks the job failed now.
-	OutcomeFail Outcome = "fail"
-	// OutcomeSnooze makes the job pending again after Delay without
+	ActionRetry Action = "retry"
+	// ActionFail marks the job failed now.
+	ActionFail Action = "fail"
+	// ActionSnooze makes the job pending again after Delay without
 	// counting the attempt.
-	OutcomeSnooze Outcome = "snooze"
-	// OutcomeRelease makes the job pending again at once without counting
+	ActionSnooze Action = "snooze"
+	// ActionRelease makes the job pending again at once without counting
 	// the attempt or resetting its rescues: a job given back before its
 	// handler started, or interrupted by shutdown or by lease doubt.
-	OutcomeRelease Outcome = "release"
+	ActionRelease Action = "release"
 )
 
 // Resolution is the result of one attempt that did not complete.
 type Resolution struct {
 	ID      int64
 	Claim   int32
-	Outcome Outcome
+	Action  Action
 	Delay   time.Duration
 	Message string
 }

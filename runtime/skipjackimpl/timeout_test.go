@@ -69,7 +69,7 @@ func testTimeoutList(t *testing.T, concurrency int) {
 		}
 	}
 	for _, r := range f.resolves {
-		if r.Outcome != OutcomeRetry {
+		if r.Action != ActionRetry {
 			t.Errorf("timed-out attempt resolved as %+v, want a retry", r)
 		}
 	}

@@ -208,7 +208,7 @@ func TestResolveSplitsRejectedBatch(t *testing.T) {
 		if i == 11 {
 			msg = "BAD " + msg
 		}
-		rs = append(rs, Resolution{ID: int64(i + 1), Claim: 1, Outcome: OutcomeRetry, Message: msg})
+		rs = append(rs, Resolution{ID: int64(i + 1), Claim: 1, Action: ActionRetry, Message: msg})
 	}
 	matched, err := r.resolve(context.Background(), rs)
 	if err != nil {
