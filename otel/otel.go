@@ -305,12 +305,6 @@ func (h *Hooks) AckDone(a skipjack.AckInfo) {
 	}
 }
 
-// JobDone does nothing: JobEnd reports the same attempt with its outcome.
-func (h *Hooks) JobDone(string, int64, int, time.Duration, error) {}
-
-// Claimed does nothing: ClaimDone reports the same statement.
-func (h *Hooks) Claimed(string, int, time.Duration) {}
-
 // ObserveQueues registers the gauges skipjack.queue.jobs (by queue and
 // state: pending, scheduled, running, completed, failed) and
 // skipjack.queue.oldest_pending_age (seconds, by queue), read with each

@@ -65,22 +65,19 @@ type WorkerConfig struct {
 }
 
 // Hooks receives worker events, so that metrics or tracing adapters can be
-// written outside the runtime. Implementations must be safe for concurrent
-// use and fast: they run on the worker's goroutines. A hook that panics is
-// recovered and logged; the worker carries on.
+// written outside the runtime. Any value can be Hooks: it receives the
+// events of the interfaces it implements, checked at run time:
+// JobStartHook (before the handler, may derive its context, for trace
+// spans), JobEndHook (the attempt's outcome), ClaimHook and AckHook
+// (statement latencies and errors). Run logs a warning when Hooks
+// implements none of them. Combine several implementations with
+// MultiHooks.
 //
-// Hooks is the base interface every implementation has. Further events are
-// optional interfaces that the same value may also implement, checked at
-// run time: JobStartHook (before the handler, may derive its context, for
-// trace spans), JobEndHook (the attempt's outcome), ClaimHook and AckHook
-// (statement latencies and errors). Embed NopHooks to implement only
-// optional ones, and combine several implementations with MultiHooks.
-type Hooks interface {
-	// JobDone is called after each handler returns, with the queue, the
-	// job's id and attempt, how long the handler ran, and its error (nil on
-	// success).
-	JobDone(queue string, id int64, attempt int, took time.Duration, err error)
-	// Claimed is called after each claim statement with the number of jobs
-	// it returned and how long it took.
-	Claimed(queue string, n int, took time.Duration)
-}
+// Implementations must be safe for concurrent use and fast: they run on
+// the worker's goroutines. A hook that panics is recovered and logged; the
+// worker carries on.
+//
+// Hooks once required two methods, JobDone and Claimed; implementations
+// that still have them keep receiving them (see JobDoneHook and
+// ClaimedHook).
+type Hooks interface{}

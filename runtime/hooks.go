@@ -98,8 +98,7 @@ type JobStartHook interface {
 // JobEndHook is an optional interface of Hooks. JobEnd is called on the
 // handler's goroutine after the handler returned, with the context
 // JobStart returned (possibly already cancelled), before the result is
-// written. It receives everything Hooks.JobDone does and more; both are
-// called.
+// written.
 type JobEndHook interface {
 	JobEnd(ctx context.Context, job JobInfo, res AttemptResult)
 }
@@ -119,8 +118,7 @@ type ClaimInfo struct {
 }
 
 // ClaimHook is an optional interface of Hooks. ClaimDone is called after
-// every claim statement, failed ones included (Hooks.Claimed is called for
-// the successful ones only).
+// every claim statement, failed ones included.
 type ClaimHook interface {
 	ClaimDone(c ClaimInfo)
 }
@@ -156,15 +154,32 @@ type AckHook interface {
 	AckDone(a AckInfo)
 }
 
-// NopHooks implements Hooks with methods that do nothing. Embed it in a
-// type that implements only the optional hooks it needs.
+// JobDoneHook is the event every Hooks had to implement before the
+// optional interfaces came; a Hooks that implements it still receives it,
+// after each handler returns, with the queue, the job's id and attempt,
+// how long the handler ran, and its error (nil on success).
+//
+// Deprecated: implement JobEndHook, which reports the same attempt with
+// its outcome.
+type JobDoneHook interface {
+	JobDone(queue string, id int64, attempt int, took time.Duration, err error)
+}
+
+// ClaimedHook is the other event every Hooks had to implement; a Hooks
+// that implements it still receives it after each successful claim
+// statement, with the number of jobs it returned and how long it took.
+//
+// Deprecated: implement ClaimHook, which reports failed claims too.
+type ClaimedHook interface {
+	Claimed(queue string, n int, took time.Duration)
+}
+
+// NopHooks implements no event. Hooks needed two methods once, and
+// NopHooks was embedded for them; it is kept so that such types compile.
+//
+// Deprecated: Hooks has no required methods; embedding NopHooks does
+// nothing.
 type NopHooks struct{}
-
-// JobDone does nothing.
-func (NopHooks) JobDone(string, int64, int, time.Duration, error) {}
-
-// Claimed does nothing.
-func (NopHooks) Claimed(string, int, time.Duration) {}
 
 // MultiHooks returns Hooks that call each of hs in turn (nil entries are
 // skipped), for every interface each of them implements: JobStart chains
@@ -183,13 +198,17 @@ type multiHooks []Hooks
 
 func (m multiHooks) JobDone(queue string, id int64, attempt int, took time.Duration, err error) {
 	for _, h := range m {
-		h.JobDone(queue, id, attempt, took, err)
+		if d, ok := h.(JobDoneHook); ok {
+			d.JobDone(queue, id, attempt, took, err)
+		}
 	}
 }
 
 func (m multiHooks) Claimed(queue string, n int, took time.Duration) {
 	for _, h := range m {
-		h.Claimed(queue, n, took)
+		if d, ok := h.(ClaimedHook); ok {
+			d.Claimed(queue, n, took)
+		}
 	}
 }
 

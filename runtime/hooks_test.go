@@ -298,7 +298,8 @@ func TestHookPanicIsRecovered(t *testing.T) {
 	}
 }
 
-// baseHooks implements only the base interface.
+// baseHooks implements only the deprecated events, JobDone and Claimed,
+// which Hooks once required.
 type baseHooks struct{ calls *[]string }
 
 func (h baseHooks) JobDone(string, int64, int, time.Duration, error) {
@@ -306,7 +307,8 @@ func (h baseHooks) JobDone(string, int64, int, time.Duration, error) {
 }
 func (h baseHooks) Claimed(string, int, time.Duration) { *h.calls = append(*h.calls, "base.Claimed") }
 
-// startHooks implements JobStart only, on top of NopHooks.
+// startHooks implements JobStart only; it embeds the deprecated NopHooks,
+// as implementations written when Hooks required two methods do.
 type startHooks struct {
 	skipjack.NopHooks
 	name  string
@@ -330,8 +332,8 @@ func TestMultiHooks(t *testing.T) {
 	if got := ctx.Value(chainKey{}); got != "ab" {
 		t.Errorf("chained context value %v, want ab (a's context passed to b)", got)
 	}
-	h.JobDone("q", 1, 1, time.Second, nil)
-	h.Claimed("q", 1, time.Second)
+	h.(skipjack.JobDoneHook).JobDone("q", 1, 1, time.Second, nil)
+	h.(skipjack.ClaimedHook).Claimed("q", 1, time.Second)
 	h.(skipjack.JobEndHook).JobEnd(ctx, skipjack.JobInfo{}, skipjack.AttemptResult{})
 	h.(skipjack.ClaimHook).ClaimDone(skipjack.ClaimInfo{})
 	h.(skipjack.AckHook).AckDone(skipjack.AckInfo{})

@@ -7,19 +7,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 	"go.yaml.in/yaml/v3"
 )
 
-// Defaults applied to keys the YAML leaves out.
+// Defaults applied to keys the YAML leaves out. The queue settings the
+// engine also needs (attempts, backoff, timeout, lease) are the runtime's,
+// defined once in skipjackimpl.
 const (
 	DefaultSchema                         = "skipjack"
 	DefaultMigrationsDir                  = "./migrations"
 	DefaultMigrationsFormat               = "plain"
-	DefaultMaxAttempts                    = 25
-	DefaultBackoffMin                     = time.Second
-	DefaultBackoffMax                     = time.Hour
-	DefaultTimeout                        = time.Minute
-	DefaultLease                          = 30 * time.Second
+	DefaultMaxAttempts                    = skipjackimpl.DefaultMaxAttempts
+	DefaultBackoffMin                     = skipjackimpl.DefaultBackoffMin
+	DefaultBackoffMax                     = skipjackimpl.DefaultBackoffMax
+	DefaultTimeout                        = skipjackimpl.DefaultTimeout
+	DefaultLease                          = skipjackimpl.DefaultLease
 	DefaultRetainCompleted  time.Duration = 0
 	DefaultRetainFailed                   = 720 * time.Hour
 )

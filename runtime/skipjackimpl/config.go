@@ -11,6 +11,38 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
+// Defaults of the queue settings skipjack.yaml leaves out. They live here,
+// in one place: the generator's config loader applies them to the YAML
+// (and writes them into the generated QueueSpec), and the engine applies
+// them to the zero fields of a QueueSpec written by hand (tests, RunJob).
+const (
+	DefaultMaxAttempts = 25
+	DefaultBackoffMin  = time.Second
+	DefaultBackoffMax  = time.Hour
+	DefaultTimeout     = time.Minute
+	DefaultLease       = 30 * time.Second
+)
+
+// withDefaults fills the zero fields of a spec with the queue defaults.
+func (s QueueSpec) withDefaults() QueueSpec {
+	if s.MaxAttempts <= 0 {
+		s.MaxAttempts = DefaultMaxAttempts
+	}
+	if s.BackoffMin <= 0 {
+		s.BackoffMin = DefaultBackoffMin
+	}
+	if s.BackoffMax < s.BackoffMin {
+		s.BackoffMax = max(s.BackoffMin, DefaultBackoffMax)
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.Lease <= 0 {
+		s.Lease = DefaultLease
+	}
+	return s
+}
+
 // Defaults of WorkerConfig's zero fields.
 const (
 	defaultConcurrency     = 100

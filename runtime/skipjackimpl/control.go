@@ -63,25 +63,6 @@ func newControlPool(user *pgxpool.Pool) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// poolDemand sums the handler slots of the running workers per user pool,
-// so that the warning about a small pool counts every worker sharing it.
-var poolDemand = struct {
-	mu sync.Mutex
-	m  map[*pgxpool.Pool]int
-}{m: make(map[*pgxpool.Pool]int)}
-
-// addDemand records n more handler slots on pool and returns the total.
-func addDemand(pool *pgxpool.Pool, n int) int {
-	poolDemand.mu.Lock()
-	defer poolDemand.mu.Unlock()
-	poolDemand.m[pool] += n
-	total := poolDemand.m[pool]
-	if total == 0 {
-		delete(poolDemand.m, pool)
-	}
-	return total
-}
-
 // warm opens n connections of pool at once (within a second, ignoring
 // errors), so that the first claims in flight together do not race a
 // connection being opened against one that is ready: claims that finish

@@ -51,9 +51,8 @@ func TestDecodePanicFailsJob(t *testing.T) {
 // find the panic with errors.As.
 func TestDecodeReturnsPanicError(t *testing.T) {
 	t.Parallel()
-	r := &runner[explosive]{log: discardLogger()}
 	var p explosive
-	err := r.decode([]byte(`{}`), &p)
+	err := decode(discardLogger(), []byte(`{}`), &p)
 	var pe *skipjack.PanicError
 	if !errors.As(err, &pe) || pe.Value != "bad decoder" || len(pe.Stack) == 0 {
 		t.Fatalf("decode = %v, want a *skipjack.PanicError with the value and a stack", err)

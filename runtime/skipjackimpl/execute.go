@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"runtime/debug"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // errTimeout is the cause of a handler context whose attempt overran the
@@ -14,21 +15,21 @@ import (
 var errTimeout = errors.New("skipjack: handler timeout")
 
 // handlerLoop is one of the Concurrency handler goroutines. It blocks on
-// r.avail alone (a plain receive costs far less than a select over two
+// r.jobReady alone (a plain receive costs far less than a select over two
 // channels, once per job) and then checks stopHandlers without blocking;
 // shutdown closes stopHandlers and wakes one handler with a token on
-// r.avail, which every handler that returns passes on to the next.
+// r.jobReady, which every handler that returns passes on to the next.
 func (r *runner[T]) handlerLoop() {
 	for {
-		<-r.avail
+		<-r.jobReady
 		select {
 		case <-r.stopHandlers:
-			signal(r.avail)
+			signal(r.jobReady)
 			return
 		default:
 		}
 		if r.budget != nil && !r.budget.Acquire(r.member, r.stopHandlers) {
-			signal(r.avail)
+			signal(r.jobReady)
 			return
 		}
 		switch e, ctx := r.pop(); {
@@ -59,9 +60,9 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 	e := r.queue[0]
 	r.queue[0] = nil
 	r.queue = r.queue[1:]
-	if e.lost {
+	if e.lost.Load() {
 		r.inflight--
-		signal(r.slotFreed)
+		signal(r.capacityFreed)
 		return nil, nil
 	}
 	if e.cancelled {
@@ -76,7 +77,7 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 		// An ordinary job starts now (admit), so it is recorded as
 		// started under this lock rather than taking it again; a suspect
 		// starts after its isolation wait.
-		r.startedLocked(e)
+		r.timeouts.startLocked(e)
 	}
 	return e, ctx
 }
@@ -86,19 +87,19 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	job := e.job
 	if err := e.decodeErr; err != nil {
 		res := Resolution{Action: ActionFail, Message: storableText(err.Error())}
-		r.jobEnd(r.jobStart(ctx, job), job, 0, err, res)
+		r.hooks.jobEnd(r.hooks.jobStart(ctx, job), job, 0, err, res)
 		e.cancel(nil)
 		r.finish(e, res, false)
 		return
 	}
 
-	ctx = r.jobStart(ctx, job)
+	ctx = r.hooks.jobStart(ctx, job)
 	var hctx context.Context
 	cancel := func() {}
 	if r.timeouts != nil {
 		// The run's timeout list cancels ctx at this deadline; started
 		// set e.startedAt on this goroutine.
-		e.attemptCtx = attemptContext{Context: ctx, deadline: r.deadline(e)}
+		e.attemptCtx = attemptContext{Context: ctx, deadline: r.timeouts.deadline(e)}
 		hctx = &e.attemptCtx
 	} else {
 		hctx, cancel = context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
@@ -129,26 +130,10 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		// cancel still fails it).
 		res = Resolution{ID: job.ID, Claim: job.Claim, Action: ActionRelease}
 	case err != nil:
-		res = r.resolution(job, err)
+		res = resolution(job, err, r.spec, r.cfg.PollInterval)
 	}
-	r.jobEnd(ctx, job, took, err, res)
+	r.hooks.jobEnd(ctx, job, took, err, res)
 	r.finish(e, res, err == nil)
-}
-
-// noteResultLocked records that a result arrives at now: the first
-// unflushed one starts the AckDelay clock. r.mu must be held.
-func (r *runner[T]) noteResultLocked(now time.Time) {
-	if len(r.acks)+len(r.resolves) == 0 {
-		r.pendingSince = now
-	}
-}
-
-// queueResolutionLocked queues res, the outcome of e's attempt, for the
-// flusher. r.mu must be held.
-func (r *runner[T]) queueResolutionLocked(e *entry[T], res Resolution, now time.Time) {
-	r.noteResultLocked(now)
-	e.res = res
-	r.resolves = append(r.resolves, e)
 }
 
 // overran reports whether an attempt that returned err after took counts
@@ -177,8 +162,10 @@ func (r *runner[T]) call(ctx context.Context, job *skipjack.Job[T]) (err error) 
 	return r.w.handle(ctx, job)
 }
 
-// resolution turns a handler error into what happens to the job.
-func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
+// resolution turns a handler error into what happens to the job, by the
+// rules of the queue described by spec; a snooze waits at least
+// pollInterval.
+func resolution[T any](job *skipjack.Job[T], err error, spec QueueSpec, pollInterval time.Duration) Resolution {
 	res := Resolution{ID: job.ID, Claim: job.Claim, Message: storableText(err.Error())}
 	var perm *skipjack.PermanentError
 	var snooze *skipjack.SnoozeError
@@ -187,56 +174,49 @@ func (r *runner[T]) resolution(job *skipjack.Job[T], err error) Resolution {
 		res.Action = ActionFail
 	case errors.As(err, &snooze):
 		res.Action = ActionSnooze
-		res.Delay = max(snooze.Duration, r.cfg.PollInterval)
+		res.Delay = max(snooze.Duration, pollInterval)
 		res.Message = ""
 	default:
 		res.Action = ActionRetry
-		res.Delay = retryDelay(job.Attempt, r.spec.BackoffMin, r.spec.BackoffMax)
+		res.Delay = retryDelay(job.Attempt, spec.BackoffMin, spec.BackoffMax)
 	}
 	return res
 }
 
 // finish records the result of a job whose handler returned: an
-// acknowledgement when completed, a resolution otherwise. Results of jobs
-// another attempt owns, or whose abandonment was recorded, are dropped, and
-// jobs acknowledged by CompleteTx are not acknowledged again.
+// acknowledgement when completed, a resolution otherwise, queued for the
+// completer. Results of jobs another attempt owns, or whose abandonment was
+// recorded, are dropped, and jobs acknowledged by CompleteTx are not
+// acknowledged again.
 //
-// It wakes the fetcher and the flusher only when they have something new
-// to do, not once per job: the fetcher when the capacity this frees makes
-// a claim worth its statement (see reserve), the flusher when the first
-// result arrives (it then arms its AckDelay timer) or a batch is full.
+// It wakes the fetcher only when the capacity this frees makes a claim
+// worth its statement (see reserve), not once per job; the completer wakes
+// its flusher the same way.
 func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	r.mu.Lock()
 	r.inflight--
-	r.stopTimeoutLocked(e)
+	r.timeouts.removeLocked(e)
 	e.cancel = nil
-	results := -1                   // unflushed results after this one, when it is one
-	acked := ackedInTx(e.job, true) // forgotten whatever happens next
+	acked := e.txAcked.Load()
+	queue := false
 	switch {
-	case e.lost || e.abandoned:
+	case e.lost.Load() || e.abandoned:
 	case acked && completed:
 		r.forget(e)
 	default:
-		if completed {
-			r.noteResultLocked(time.Now())
-			r.acks = append(r.acks, e)
-		} else {
-			res.ID, res.Claim = e.row.ID, e.row.Claim
-			r.queueResolutionLocked(e, res, time.Now())
-		}
-		results = len(r.acks) + len(r.resolves)
+		queue = true
 	}
 	claimable := r.inflight == 0 || r.maxHeld-r.inflight == r.minClaim
 	r.mu.Unlock()
+	if queue {
+		r.results.add(e, res, completed, time.Now())
+	}
 	if claimable {
-		signal(r.slotFreed)
+		signal(r.capacityFreed)
 	}
 	if acked && completed && (r.spec.Serial || r.spec.limited()) {
 		// CompleteTx settled the job in its own transaction: no flush will
-		// (see settle), and the jobs it held back can be claimed now.
-		signal(r.poke)
-	}
-	if results == 1 || results == r.cfg.BatchSize {
-		signal(r.kick)
+		// (see settled), and the jobs it held back can be claimed now.
+		signal(r.claimable)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,7 +80,7 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				continue
 			}
 		}
-		if due := r.takeDue(); !due.IsZero() && (wantAt.IsZero() || due.Before(wantAt)) {
+		if due := r.due.take(); !due.IsZero() && (wantAt.IsZero() || due.Before(wantAt)) {
 			wantAt = due
 			if due.Before(pollAt) {
 				resetPoll(time.Until(due))
@@ -103,7 +105,7 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 			resetPoll(jitter(r.cfg.PollInterval))
 		case <-r.wake:
 			more = true
-		case <-r.poke:
+		case <-r.claimable:
 			more = true
 		case <-poll.C:
 			more = true
@@ -111,21 +113,11 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				wantAt = time.Time{}
 			}
 			resetPoll(jitter(r.cfg.PollInterval))
-		case <-r.slotFreed:
+		case <-r.capacityFreed:
 		case <-retry.C:
 			backingOff = false
 		}
 	}
-}
-
-// takeDue returns and clears the earliest time at which a job this worker
-// retried or snoozed becomes due, or the zero time.
-func (r *runner[T]) takeDue() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.dueAt
-	r.dueAt = time.Time{}
-	return t
 }
 
 // noteDue records that a job becomes due after d, so that the fetcher
@@ -133,25 +125,45 @@ func (r *runner[T]) takeDue() time.Time {
 // notification is sent for retries and snoozes).
 func (r *runner[T]) noteDue(d time.Duration) {
 	t := time.Now().Add(d)
-	r.mu.Lock()
-	if r.dueAt.IsZero() || t.Before(r.dueAt) {
-		r.dueAt = t
+	r.due.note(t)
+	signal(r.capacityFreed)
+}
+
+// earliest is the earliest of the times noted since it was last taken.
+type earliest struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// note records t, unless an earlier time is noted.
+func (e *earliest) note(t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.t.IsZero() || t.Before(e.t) {
+		e.t = t
 	}
-	r.mu.Unlock()
-	signal(r.slotFreed)
+}
+
+// take returns and clears the earliest time noted, or the zero time.
+func (e *earliest) take() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.t
+	e.t = time.Time{}
+	return t
 }
 
 // reserve returns how many jobs the next claim may take and reserves that
 // capacity for it, or returns 0 when the claim should wait.
 func (r *runner[T]) reserve() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.acks)+len(r.resolves)+r.flushing >= r.backlogLimit || r.iso.isolating() {
+	if r.results.backlog() >= r.backlogLimit || r.owner.isolating() {
 		return 0
 	}
-	if r.doubtingLocked(time.Now(), r.spec.Lease-r.spec.Lease/3) {
+	if r.liveness.doubting(time.Now(), r.spec.Lease-r.spec.Lease/3) {
 		return 0 // jobs claimed now would be given back at once
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	free := r.maxHeld - r.inflight
 	limit := min(free, r.cfg.BatchSize)
 	if limit <= 0 || (limit < r.minClaim && r.inflight > 0) {
@@ -181,14 +193,16 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		r.noteDue(min(limitPoll, r.cfg.PollInterval))
 	}
 	if short != nil {
-		r.awaitHeadroom(*short)
+		if d, ok := headroomWait(*short, r.spec.LimitConcurrency, r.cfg.PollInterval); ok {
+			r.noteDue(d)
+		}
 	}
 	cancel()
 	if err != nil {
 		rows = nil
 		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
 	}
-	r.claimDone(limit, len(rows), took, err)
+	r.hooks.claimDone(limit, len(rows), took, err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
 	// once, rather than on the handler goroutines, whose stacks the GC
 	// keeps shrinking while they idle.
@@ -197,7 +211,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		e := &entries[i]
 		e.row = rows[i]
 		newJob(e)
-		e.decodeErr = r.decode(e.row.Payload, &e.job.Payload)
+		e.decodeErr = decode(r.log, e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()
 	if r.stopped {
@@ -214,7 +228,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	var ends []func()
 	for i := range entries {
 		e := &entries[i]
-		if old := r.held[e.row.ID]; old != nil && !old.lost {
+		if old := r.held[e.row.ID]; old != nil && !old.lost.Load() {
 			// This worker claimed the job again after a rescuer took it
 			// from an earlier claim of ours: that attempt no longer owns
 			// it. Its handler is cancelled and its result dropped.
@@ -231,10 +245,10 @@ func (r *runner[T]) claim(limit int) (int, error) {
 		r.log.Warn("skipjack: claimed jobs again whose earlier claims by this worker had been rescued; the stale attempts are cancelled and their results dropped", "jobs", stale)
 	}
 	for range rows {
-		signal(r.avail)
+		signal(r.jobReady)
 	}
 	if len(rows) < limit {
-		signal(r.slotFreed)
+		signal(r.capacityFreed)
 	}
 	return len(rows), err
 }
@@ -247,7 +261,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 // back short, the same transaction asks why (Headroom) and returns it.
 func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, *headroom, error) {
 	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
-		rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveID)
+		rows, err := r.store.Claim(ctx, limit, r.spec.Lease, r.liveness.id)
 		return rows, nil, err
 	}
 	var rows []ClaimedRow
@@ -258,7 +272,7 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, *he
 			return fmt.Errorf("admit: %w", err)
 		}
 		var err error
-		if rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveID); err != nil {
+		if rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveness.id); err != nil {
 			return err
 		}
 		if len(rows) < limit && r.spec.limited() {
@@ -278,30 +292,33 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int) ([]ClaimedRow, *he
 // without telling it.
 const limitPoll = 50 * time.Millisecond
 
-// awaitHeadroom schedules, after a claim of a queue with limits came back
-// short, the next claim for when the limit that held it back has room
-// again: the moment the oldest start leaves the rate window, or limitPoll
-// while the concurrency limit is reached. An empty queue waits for its
-// notifications and polls as usual.
-func (r *runner[T]) awaitHeadroom(h headroom) {
+// headroomWait says, after a claim of a queue with limits came back
+// short, when to claim next: when the limit that held it back has room
+// again, the moment the oldest start leaves the rate window, or after
+// limitPoll (at most pollInterval) while the concurrency limit of
+// concurrency jobs is reached. It reports false when no limit held the
+// claim back: an empty queue waits for its notifications and polls as
+// usual.
+func headroomWait(h headroom, concurrency int, pollInterval time.Duration) (time.Duration, bool) {
 	switch {
 	case !h.Due:
 	case h.RateWaitMs > 0:
-		r.noteDue(time.Duration(h.RateWaitMs) * time.Millisecond)
-	case r.spec.LimitConcurrency > 0 && int(h.Claimed) >= r.spec.LimitConcurrency:
-		r.noteDue(min(limitPoll, r.cfg.PollInterval))
+		return time.Duration(h.RateWaitMs) * time.Millisecond, true
+	case concurrency > 0 && int(h.Claimed) >= concurrency:
+		return min(limitPoll, pollInterval), true
 	}
+	return 0, false
 }
 
 // decode decodes a payload into p. A panic of the payload type's own
 // decoding (a custom UnmarshalJSON or UnmarshalText) is recovered, logged
-// with its stack and returned as the error, so the job fails with it
-// instead of the process.
-func (r *runner[T]) decode(payload []byte, p *T) (err error) {
+// to log with its stack and returned as the error, so the job fails with
+// it instead of the process.
+func decode[T any](log *slog.Logger, payload []byte, p *T) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			r.log.Error("skipjack: payload decoding panicked", "panic", fmt.Sprint(v), "stack", string(stack))
+			log.Error("skipjack: payload decoding panicked", "panic", fmt.Sprint(v), "stack", string(stack))
 			err = fmt.Errorf("decode payload: %w", &skipjack.PanicError{Value: v, Stack: stack})
 		}
 	}()

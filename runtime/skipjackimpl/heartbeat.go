@@ -31,41 +31,6 @@ import (
 // and gives back its prefetched jobs, since a rescuer may soon take them;
 // the results of the cancelled handlers are still written under the fence.
 
-// liveLoop renews this run's row in the workers table every Lease/3, until
-// stop is closed.
-func (r *runner[T]) liveLoop(stop <-chan struct{}) {
-	interval := r.spec.Lease / 3
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		if err := r.live(interval); err != nil {
-			r.log.Warn("skipjack: proving this worker alive failed; its jobs may be rescued if it keeps failing", "error", err)
-		}
-	}
-}
-
-// live renews this run's row in the workers table, on a statement bounded
-// by timeout (at least a second), and records when the renewal started.
-func (r *runner[T]) live(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
-	defer cancel()
-	start := time.Now()
-	if err := r.store.Live(ctx, r.liveID, r.spec.Lease); err != nil {
-		return fmt.Errorf("live %s: %w", r.spec.Name, err)
-	}
-	r.mu.Lock()
-	if start.After(r.liveAt) {
-		r.liveAt = start
-	}
-	r.mu.Unlock()
-	return nil
-}
-
 // heartbeatLoop extends the leases of every job the worker holds
 // (prefetched, running, or done but not yet acknowledged) with one
 // statement every Lease/3, until stop is closed.
@@ -96,7 +61,7 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		// A job CompleteTx acknowledged is settled by the caller's
 		// transaction: its row is locked (or gone) until that commits or
 		// rolls back, so there is nothing to renew.
-		if !e.lost && !ackedInTx(e.job, false) {
+		if !e.lost.Load() && !e.txAcked.Load() {
 			es = append(es, e)
 		}
 	}
@@ -126,10 +91,10 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 	var ends []func()
 	r.mu.Lock()
 	for _, e := range es {
-		if alive[e.row.ID] || e.lost || e.settling || r.held[e.row.ID] != e {
+		if alive[e.row.ID] || e.lost.Load() || e.settling.Load() || r.held[e.row.ID] != e {
 			continue // kept, or acknowledged or released meanwhile
 		}
-		if ackedInTx(e.job, false) {
+		if e.txAcked.Load() {
 			continue // acknowledged by CompleteTx meanwhile
 		}
 		ends = append(ends, r.loseLocked(e))
@@ -168,7 +133,7 @@ func (r *runner[T]) cancelJobs(ids []int64) {
 // e's isolation if e is a running suspect (see isolate.go), for the caller
 // to run once it released r.mu, or a no-op.
 func (r *runner[T]) loseLocked(e *entry[T]) func() {
-	e.lost = true
+	e.lost.Store(true)
 	r.forget(e)
 	if e.cancel != nil {
 		e.cancel(skipjack.ErrLeaseLost)
@@ -210,26 +175,19 @@ func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
 	}
 }
 
-// doubtingLocked reports whether this worker's last proof of life is more than
-// proof old at now; r.mu must be held.
-func (r *runner[T]) doubtingLocked(now time.Time, proof time.Duration) bool {
-	return !r.liveAt.IsZero() && now.Sub(r.liveAt) > proof
-}
-
 // doubt acts when this worker has not proven it is alive for more than
 // proof: a rescuer may soon take its jobs. It cancels the running handlers
 // with skipjack.ErrLeaseLost (once each; their results are still written,
 // fenced by the claim token) and gives back the prefetched jobs. It
 // returns how many jobs it acted on.
 func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
-	r.mu.Lock()
-	if !r.doubtingLocked(now, proof) {
-		r.mu.Unlock()
+	if !r.liveness.doubting(now, proof) {
 		return 0
 	}
+	r.mu.Lock()
 	n := 0
 	for _, e := range r.held {
-		if e.lost || e.doubted || e.cancel == nil || ackedInTx(e.job, false) {
+		if e.lost.Load() || e.doubted || e.cancel == nil || e.txAcked.Load() {
 			continue
 		}
 		e.doubted = true
@@ -239,7 +197,7 @@ func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
 	queued := r.takeQueuedLocked()
 	r.mu.Unlock()
 	if len(queued) > 0 {
-		signal(r.slotFreed)
+		signal(r.capacityFreed)
 		r.releaseQueued(queued)
 	}
 	return n + len(queued)
@@ -255,26 +213,30 @@ func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
 func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
 	r.mu.Lock()
 	var ids []int64
+	var abandoned []*entry[T]
 	var ends []func()
 	for id, e := range r.held {
-		if e.lost || e.abandoned || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || ackedInTx(e.job, false) {
+		if e.lost.Load() || e.abandoned || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || e.txAcked.Load() {
 			continue
 		}
 		e.abandoned = true
-		r.queueResolutionLocked(e, Resolution{
-			ID: e.row.ID, Claim: e.row.Claim, Action: ActionRetry,
-			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
-			Message: fmt.Sprintf("handler ignored its context for %v past its %v timeout; abandoned", now.Sub(e.startedAt)-r.spec.Timeout, r.spec.Timeout),
-		}, now)
+		abandoned = append(abandoned, e)
 		if e.endIsolation != nil {
 			ends = append(ends, e.endIsolation)
 		}
 		ids = append(ids, id)
 	}
 	r.mu.Unlock()
+	for _, e := range abandoned {
+		r.results.add(e, Resolution{
+			Action:  ActionRetry,
+			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
+			Message: fmt.Sprintf("handler ignored its context for %v past its %v timeout; abandoned", now.Sub(e.startedAt)-r.spec.Timeout, r.spec.Timeout),
+		}, false, now)
+	}
 	runAll(ends)
 	if len(ids) > 0 {
-		signal(r.kick)
+		r.results.flushSoon()
 	}
 	return ids
 }

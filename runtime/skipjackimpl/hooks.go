@@ -4,22 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
-// This file dispatches worker events to WorkerConfig.Hooks: the base
-// interface and the optional ones (skipjack.JobStartHook, ...), checked
+// hookCaller dispatches one run's events to WorkerConfig.Hooks, through
+// the interfaces the hooks implement (skipjack.JobStartHook, ...), checked
 // with a type assertion per event. Every call is guarded, so a hook that
 // panics is logged and cannot take a handler goroutine, the fetcher or the
 // flusher down with it.
+type hookCaller[T any] struct {
+	hooks    skipjack.Hooks // nil: no hooks
+	queue    string
+	workerID string
+	log      *slog.Logger
+}
+
+// newHookCaller returns the hook caller of a run of the worker configured
+// by cfg on queue, warning once when cfg.Hooks implements no event.
+func newHookCaller[T any](queue string, cfg skipjack.WorkerConfig, log *slog.Logger) *hookCaller[T] {
+	h := &hookCaller[T]{hooks: cfg.Hooks, queue: queue, workerID: cfg.WorkerID, log: log}
+	if h.hooks != nil && !hasEvents(h.hooks) {
+		log.Warn("skipjack: WorkerConfig.Hooks implements none of the hook interfaces (JobStartHook, JobEndHook, ClaimHook, AckHook); it receives no events",
+			"hooks", fmt.Sprintf("%T", h.hooks))
+	}
+	return h
+}
+
+// hasEvents reports whether hooks implements any of the hook interfaces.
+func hasEvents(hooks skipjack.Hooks) bool {
+	switch hooks.(type) {
+	case skipjack.JobStartHook, skipjack.JobEndHook, skipjack.ClaimHook, skipjack.AckHook, skipjack.JobDoneHook, skipjack.ClaimedHook:
+		return true
+	}
+	return false
+}
 
 // jobInfo describes an attempt to the hooks.
-func (r *runner[T]) jobInfo(job *skipjack.Job[T]) skipjack.JobInfo {
+func (h *hookCaller[T]) jobInfo(job *skipjack.Job[T]) skipjack.JobInfo {
 	return skipjack.JobInfo{
-		Queue:       r.spec.Name,
+		Queue:       h.queue,
 		ID:          job.ID,
 		Attempt:     job.Attempt,
 		MaxAttempts: job.MaxAttempts,
@@ -27,7 +54,7 @@ func (r *runner[T]) jobInfo(job *skipjack.Job[T]) skipjack.JobInfo {
 		Rescues:     job.Rescues,
 		CreatedAt:   job.CreatedAt,
 		RunAt:       job.RunAt,
-		Worker:      r.cfg.WorkerID,
+		Worker:      h.workerID,
 		Trace:       job.Trace,
 	}
 }
@@ -35,35 +62,37 @@ func (r *runner[T]) jobInfo(job *skipjack.Job[T]) skipjack.JobInfo {
 // jobStart calls the JobStartHook, if any, and returns the context the
 // handler gets: the hook's, or ctx when there is no hook, it returned nil
 // or it panicked.
-func (r *runner[T]) jobStart(ctx context.Context, job *skipjack.Job[T]) (out context.Context) {
-	h, ok := r.cfg.Hooks.(skipjack.JobStartHook)
+func (h *hookCaller[T]) jobStart(ctx context.Context, job *skipjack.Job[T]) (out context.Context) {
+	s, ok := h.hooks.(skipjack.JobStartHook)
 	if !ok {
 		return ctx
 	}
 	out = ctx
-	defer r.recoverHook("JobStart")
-	if c := h.JobStart(ctx, r.jobInfo(job)); c != nil {
+	defer h.recoverHook("JobStart")
+	if c := s.JobStart(ctx, h.jobInfo(job)); c != nil {
 		out = c
 	}
 	return out
 }
 
-// jobEnd reports a finished attempt: to Hooks.JobDone, to the JobEndHook
-// if any, and to the debug log when it failed. ctx is the context
+// jobEnd reports a finished attempt: to the JobEndHook (and the deprecated
+// JobDoneHook), if any, and to the debug log when it failed. ctx is the context
 // jobStart returned; res is the resolution the worker writes (ignored when
 // err is nil).
-func (r *runner[T]) jobEnd(ctx context.Context, job *skipjack.Job[T], took time.Duration, err error, res Resolution) {
+func (h *hookCaller[T]) jobEnd(ctx context.Context, job *skipjack.Job[T], took time.Duration, err error, res Resolution) {
 	if err != nil {
-		r.log.Debug("skipjack: job attempt failed", "job_id", job.ID, "attempt", job.Attempt, "error", err)
+		h.log.Debug("skipjack: job attempt failed", "job_id", job.ID, "attempt", job.Attempt, "error", err)
 	}
-	if r.cfg.Hooks == nil {
+	if h.hooks == nil {
 		return
 	}
-	r.guard("JobDone", func() { r.cfg.Hooks.JobDone(r.spec.Name, job.ID, job.Attempt, took, err) })
-	if h, ok := r.cfg.Hooks.(skipjack.JobEndHook); ok {
+	if d, ok := h.hooks.(skipjack.JobDoneHook); ok {
+		h.guard("JobDone", func() { d.JobDone(h.queue, job.ID, job.Attempt, took, err) })
+	}
+	if e, ok := h.hooks.(skipjack.JobEndHook); ok {
 		out, delay := attemptOutcome(job.Attempt, job.MaxAttempts, err, res, context.Cause(ctx))
 		result := skipjack.AttemptResult{Outcome: out, Err: err, Delay: delay, Took: took}
-		r.guard("JobEnd", func() { h.JobEnd(ctx, r.jobInfo(job), result) })
+		h.guard("JobEnd", func() { e.JobEnd(ctx, h.jobInfo(job), result) })
 	}
 }
 
@@ -92,40 +121,40 @@ func attemptOutcome(attempt, maxAttempts int, err error, res Resolution, cause e
 	return skipjack.OutcomeFailed, 0
 }
 
-// claimDone reports a claim statement: to Hooks.Claimed when it succeeded
-// and to the ClaimHook if any.
-func (r *runner[T]) claimDone(limit, n int, took time.Duration, err error) {
-	if r.cfg.Hooks == nil {
+// claimDone reports a claim statement: to the ClaimHook if any, and to
+// the deprecated ClaimedHook when it succeeded.
+func (h *hookCaller[T]) claimDone(limit, n int, took time.Duration, err error) {
+	if h.hooks == nil {
 		return
 	}
-	if err == nil {
-		r.guard("Claimed", func() { r.cfg.Hooks.Claimed(r.spec.Name, n, took) })
+	if d, ok := h.hooks.(skipjack.ClaimedHook); ok && err == nil {
+		h.guard("Claimed", func() { d.Claimed(h.queue, n, took) })
 	}
-	if h, ok := r.cfg.Hooks.(skipjack.ClaimHook); ok {
-		c := skipjack.ClaimInfo{Queue: r.spec.Name, Limit: limit, Jobs: n, Took: took, Err: err}
-		r.guard("ClaimDone", func() { h.ClaimDone(c) })
+	if x, ok := h.hooks.(skipjack.ClaimHook); ok {
+		c := skipjack.ClaimInfo{Queue: h.queue, Limit: limit, Jobs: n, Took: took, Err: err}
+		h.guard("ClaimDone", func() { x.ClaimDone(c) })
 	}
 }
 
 // ackDone reports a batched write of results to the AckHook, if any.
-func (r *runner[T]) ackDone(op string, jobs, matched int, took time.Duration, err error) {
-	if h, ok := r.cfg.Hooks.(skipjack.AckHook); ok {
-		a := skipjack.AckInfo{Queue: r.spec.Name, Op: op, Jobs: jobs, Matched: matched, Took: took, Err: err}
-		r.guard("AckDone", func() { h.AckDone(a) })
+func (h *hookCaller[T]) ackDone(op string, jobs, matched int, took time.Duration, err error) {
+	if x, ok := h.hooks.(skipjack.AckHook); ok {
+		a := skipjack.AckInfo{Queue: h.queue, Op: op, Jobs: jobs, Matched: matched, Took: took, Err: err}
+		h.guard("AckDone", func() { x.AckDone(a) })
 	}
 }
 
 // guard calls f, recovering and logging a panic of the hook it calls.
-func (r *runner[T]) guard(hook string, f func()) {
-	defer r.recoverHook(hook)
+func (h *hookCaller[T]) guard(hook string, f func()) {
+	defer h.recoverHook(hook)
 	f()
 }
 
 // recoverHook, deferred, recovers a panicking hook and logs it with its
 // stack.
-func (r *runner[T]) recoverHook(hook string) {
+func (h *hookCaller[T]) recoverHook(hook string) {
 	if p := recover(); p != nil {
-		r.log.Error("skipjack: hook panicked; ignoring it",
+		h.log.Error("skipjack: hook panicked; ignoring it",
 			"hook", hook, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	}
 }

@@ -3,10 +3,7 @@ package skipjackimpl
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Poison-pill isolation.
@@ -36,119 +33,75 @@ const (
 	// its pool to settle. Past it (handlers that run for minutes), the
 	// suspect runs beside what is left, and the worker logs it.
 	isolationWait = 30 * time.Second
-	// isolationPoll is how often a waiting suspect looks again.
-	isolationPoll = 5 * time.Millisecond
+	// isolationPoll is how often a waiting suspect looks again when
+	// nothing nudged it (owner.nudge): a backstop, since the pool's
+	// handlers and runs nudge it as they let go of jobs.
+	isolationPoll = 100 * time.Millisecond
 )
-
-// member is a running worker, as the isolation of its pool sees it.
-type member interface {
-	// shed gives back the jobs the worker prefetched and flushes its
-	// results now.
-	shed()
-	// holding returns how many jobs the worker holds: claimed and not yet
-	// settled by a written result or a release.
-	holding() int
-	// resume wakes the worker's claimer once isolation ends.
-	resume()
-}
-
-// isolation is the state of suspect jobs for the workers of one pool.
-type isolation struct {
-	active  atomic.Bool  // a suspect waits for the pool's workers to settle, or runs
-	running atomic.Int64 // ordinary handlers running
-	users   int          // workers joined; guarded by isolations.mu
-	mu      sync.Mutex
-	members map[member]struct{}
-}
-
-// isolations holds the isolation of each pool with running workers.
-var isolations = struct {
-	mu sync.Mutex
-	m  map[*pgxpool.Pool]*isolation
-}{m: make(map[*pgxpool.Pool]*isolation)}
-
-// joinIsolation adds m to the isolation of pool and returns it with the
-// function that removes m again.
-func joinIsolation(pool *pgxpool.Pool, m member) (*isolation, func()) {
-	isolations.mu.Lock()
-	iso := isolations.m[pool]
-	if iso == nil {
-		iso = &isolation{members: make(map[member]struct{})}
-		isolations.m[pool] = iso
-	}
-	iso.users++
-	isolations.mu.Unlock()
-
-	iso.mu.Lock()
-	iso.members[m] = struct{}{}
-	iso.mu.Unlock()
-	return iso, func() {
-		iso.mu.Lock()
-		delete(iso.members, m)
-		iso.mu.Unlock()
-		isolations.mu.Lock()
-		iso.users--
-		if iso.users == 0 {
-			delete(isolations.m, pool)
-		}
-		isolations.mu.Unlock()
-	}
-}
 
 // isolating reports whether a suspect waits or runs, so that no worker of
 // the pool claims meanwhile.
-func (iso *isolation) isolating() bool { return iso.active.Load() }
+func (o *owner) isolating() bool { return o.active.Load() }
 
 // enter admits an ordinary handler, unless a suspect isolates the pool;
 // every admitted handler calls exit when it returns.
-func (iso *isolation) enter() bool {
+func (o *owner) enter() bool {
 	// Paired with isolate's store and load: either this load sees the
 	// suspect, or the suspect sees this handler running.
-	iso.running.Add(1)
-	if iso.active.Load() {
-		iso.exit()
+	o.running.Add(1)
+	if o.active.Load() {
+		o.exit()
 		return false
 	}
 	return true
 }
 
 // exit records that an ordinary handler returned.
-func (iso *isolation) exit() { iso.running.Add(-1) }
+func (o *owner) exit() {
+	o.running.Add(-1)
+	o.nudge()
+}
+
+// nudge wakes a waiting suspect, if any, to look at the pool again: a
+// handler returned or a run let go of a job.
+func (o *owner) nudge() {
+	if o.active.Load() {
+		signal(o.changed)
+	}
+}
 
 // isolate takes the pool for the suspect that self holds: it returns
 // false at once when another suspect has it. Otherwise it makes every
 // worker shed its prefetched jobs, then waits until no ordinary handler
 // runs and no worker holds a job but self's suspect, or ctxDone or stop is
-// closed (then it returns false), or isolationWait has passed; alone reports whether the pool settled.
-// After true, the caller calls release when the suspect's result is
-// written.
-func (iso *isolation) isolate(self member, ctxDone, stop <-chan struct{}) (ok, alone bool) {
-	if !iso.active.CompareAndSwap(false, true) {
+// closed (then it returns false), or isolationWait has passed; alone
+// reports whether the pool settled. After true, the caller calls
+// endIsolation when the suspect's result is written. The workers shed on
+// goroutines of their own, which end before isolate returns.
+func (o *owner) isolate(self member, ctxDone, stop <-chan struct{}) (ok, alone bool) {
+	if !o.active.CompareAndSwap(false, true) {
 		return false, false
 	}
-	iso.mu.Lock()
-	members := make([]member, 0, len(iso.members))
-	for m := range iso.members {
-		members = append(members, m)
+	var shedding sync.WaitGroup
+	defer shedding.Wait()
+	for _, m := range o.members() {
+		shedding.Go(m.shed)
 	}
-	iso.mu.Unlock()
-	for _, m := range members {
-		go m.shed()
-	}
-	deadline := time.Now().Add(isolationWait)
+	deadline := time.NewTimer(isolationWait)
+	defer deadline.Stop()
 	t := time.NewTicker(isolationPoll)
 	defer t.Stop()
-	for !iso.settled(self) {
-		if time.Now().After(deadline) {
-			return true, false
-		}
+	for !o.settled(self) {
 		select {
+		case <-deadline.C:
+			return true, false
 		case <-ctxDone:
-			iso.release()
+			o.endIsolation()
 			return false, false
 		case <-stop:
-			iso.release()
+			o.endIsolation()
 			return false, false
+		case <-o.changed:
 		case <-t.C:
 		}
 	}
@@ -157,13 +110,11 @@ func (iso *isolation) isolate(self member, ctxDone, stop <-chan struct{}) (ok, a
 
 // settled reports whether no ordinary handler runs and the members hold
 // nothing but self's suspect.
-func (iso *isolation) settled(self member) bool {
-	if iso.running.Load() != 0 {
+func (o *owner) settled(self member) bool {
+	if o.running.Load() != 0 {
 		return false
 	}
-	iso.mu.Lock()
-	defer iso.mu.Unlock()
-	for m := range iso.members {
+	for _, m := range o.members() {
 		want := 0
 		if m == self {
 			want = 1
@@ -175,12 +126,10 @@ func (iso *isolation) settled(self member) bool {
 	return true
 }
 
-// release ends isolation and wakes every worker's claimer.
-func (iso *isolation) release() {
-	iso.active.Store(false)
-	iso.mu.Lock()
-	defer iso.mu.Unlock()
-	for m := range iso.members {
+// endIsolation ends isolation and wakes every worker's claimer.
+func (o *owner) endIsolation() {
+	o.active.Store(false)
+	for _, m := range o.members() {
 		m.resume()
 	}
 }
@@ -188,21 +137,21 @@ func (iso *isolation) release() {
 // admit runs e's handler when its pool lets it. An ordinary job runs at
 // once unless a suspect isolates the pool, in which case it is given back
 // (pending again, attempt restored) for a worker to claim later. A suspect
-// runs alone (see isolation).
+// runs alone (see the top of this file).
 func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 	if e.row.Rescues < suspectRescues {
-		if !r.iso.enter() {
+		if !r.owner.enter() {
 			r.giveBack(e)
 			return
 		}
-		defer r.iso.exit()
+		defer r.owner.exit()
 		r.execute(ctx, e) // pop recorded it as started
 		return
 	}
 	// It stops waiting when its lease is lost, the job is cancelled or
 	// shutdown's deadline passes (ctx), or when the worker stops starting
 	// jobs (stopHandlers).
-	ok, alone := r.iso.isolate(r, ctx.Done(), r.stopHandlers)
+	ok, alone := r.owner.isolate(r, ctx.Done(), r.stopHandlers)
 	if !ok {
 		r.giveBack(e)
 		return
@@ -212,10 +161,11 @@ func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 	// the queue's timeout, or another attempt takes the job. Whichever
 	// comes first ends it; a handler that never returns cannot keep the
 	// pool's workers from claiming.
-	end := sync.OnceFunc(r.iso.release)
+	end := sync.OnceFunc(r.owner.endIsolation)
 	r.mu.Lock()
 	e.endIsolation = end
-	gone := e.lost || e.abandoned
+	e.settled = make(chan struct{})
+	gone := e.lost.Load() || e.abandoned
 	r.mu.Unlock()
 	defer end()
 	if gone {
@@ -229,24 +179,11 @@ func (r *runner[T]) admit(ctx context.Context, e *entry[T]) {
 		r.log.Warn("skipjack: running a suspect job beside other jobs: they did not settle in time",
 			"job_id", e.row.ID, "rescues", e.row.Rescues, "waited", isolationWait)
 	}
-	r.started(e)
+	r.mu.Lock()
+	r.timeouts.startLocked(e)
+	r.mu.Unlock()
 	r.execute(ctx, e)
 	r.awaitSettled(e)
-}
-
-// started records that e's handler starts now.
-func (r *runner[T]) started(e *entry[T]) {
-	r.mu.Lock()
-	r.startedLocked(e)
-	r.mu.Unlock()
-}
-
-// startedLocked records that e's handler starts now; r.mu must be held.
-func (r *runner[T]) startedLocked(e *entry[T]) {
-	e.startedAt = time.Now()
-	if r.timeouts != nil {
-		r.startTimeoutLocked(e)
-	}
 }
 
 // giveBack releases a popped job whose handler did not start: it is
@@ -260,18 +197,12 @@ func (r *runner[T]) giveBack(e *entry[T]) {
 // awaitSettled waits until e's result is written (or dropped), at most a
 // statement's deadline after the acknowledgement delay.
 func (r *runner[T]) awaitSettled(e *entry[T]) {
-	signal(r.kick)
-	deadline := time.Now().Add(r.cfg.AckDelay + r.stmtTimeout)
-	t := time.NewTicker(isolationPoll)
+	r.results.flushSoon()
+	t := time.NewTimer(r.cfg.AckDelay + r.stmtTimeout)
 	defer t.Stop()
-	for time.Now().Before(deadline) {
-		r.mu.Lock()
-		held := r.held[e.row.ID] == e
-		r.mu.Unlock()
-		if !held {
-			return
-		}
-		<-t.C
+	select {
+	case <-e.settled:
+	case <-t.C:
 	}
 }
 
@@ -285,7 +216,7 @@ func (r *runner[T]) shed() {
 	}
 	out := r.takeQueuedLocked()
 	r.mu.Unlock()
-	signal(r.kick)
+	r.results.flushSoon()
 	r.releaseQueued(out)
 }
 
@@ -297,4 +228,17 @@ func (r *runner[T]) holding() int {
 }
 
 // resume wakes the claimer after isolation ended.
-func (r *runner[T]) resume() { signal(r.poke) }
+func (r *runner[T]) resume() { signal(r.claimable) }
+
+// ackInTx records that CompleteTx acknowledged job (id id) if this run
+// holds it, and reports whether it does.
+func (r *runner[T]) ackInTx(id int64, job any) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.held[id]
+	if e == nil || any(e.job) != job {
+		return false
+	}
+	e.txAcked.Store(true)
+	return true
+}

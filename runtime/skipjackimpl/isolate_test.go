@@ -18,6 +18,19 @@ func (m *fakeMember) shed()        { m.held.Add(-m.prefetched.Swap(0)) }
 func (m *fakeMember) holding() int { return int(m.held.Load()) }
 func (m *fakeMember) resume()      { m.resumed.Add(1) }
 
+func (m *fakeMember) ackInTx(int64, any) bool { return false }
+
+// joinFake adds m to the owner of pool, as a running worker does, and
+// returns the owner with the function that removes m again.
+func joinFake(pool *pgxpool.Pool, m member) (*owner, func()) {
+	o := acquire(pool)
+	o.join(m, 1)
+	return o, func() {
+		o.leave(m, 1)
+		o.release()
+	}
+}
+
 // TestIsolation checks the isolation protocol: a suspect waits for the
 // pool's running handlers and held jobs, ordinary handlers are refused
 // meanwhile, a second suspect is refused, and release lets work resume.
@@ -28,9 +41,9 @@ func TestIsolation(t *testing.T) {
 	other.held.Store(3)
 	other.prefetched.Store(2)
 	pool := new(pgxpool.Pool) // a key of its own
-	iso, leave := joinIsolation(pool, self)
+	iso, leave := joinFake(pool, self)
 	defer leave()
-	_, leaveOther := joinIsolation(pool, other)
+	_, leaveOther := joinFake(pool, other)
 	defer leaveOther()
 
 	if !iso.enter() {
@@ -60,7 +73,7 @@ func TestIsolation(t *testing.T) {
 	if r := <-got; !r.ok || !r.alone {
 		t.Fatalf("isolate = %+v, want ok and alone", r)
 	}
-	iso.release()
+	iso.endIsolation()
 	if iso.isolating() || other.resumed.Load() != 1 || self.resumed.Load() != 1 {
 		t.Errorf("after release: isolating %v, resumed %d and %d; want false, 1 and 1", iso.isolating(), other.resumed.Load(), self.resumed.Load())
 	}
@@ -76,7 +89,7 @@ func TestIsolationGivesUp(t *testing.T) {
 	t.Parallel()
 	self := &fakeMember{}
 	self.held.Store(1)
-	iso, leave := joinIsolation(new(pgxpool.Pool), self)
+	iso, leave := joinFake(new(pgxpool.Pool), self)
 	defer leave()
 	if !iso.enter() {
 		t.Fatal("refused")

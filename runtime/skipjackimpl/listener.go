@@ -9,16 +9,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Wake-ups are shared: a process holds ONE listening connection per
-// database, however many workers and queues it runs. The registry below is
-// the runtime's only package-level state. It is keyed by the pool's
-// connection string (and the host, port, database and user it resolves to),
-// and reference counted: the first worker of a database to start creates
-// the listener, the last one to stop closes its connection and waits for
-// its goroutine, so no goroutine outlives the last Run.
+// database, however many workers and queues it runs. The registry (see
+// owner.go) keeps it by the database's connection string (and the host,
+// port, database and user it resolves to), reference counted by its
+// subscriptions: the first worker of a database to start creates the
+// listener, the last one to stop closes its connection and waits for its
+// goroutine, so no goroutine outlives the last Run.
 //
 // The listener runs on a dedicated pgx.Conn built from the pool's
 // ConnConfig, not on a pooled connection, so it never takes a slot from
@@ -28,10 +27,6 @@ import (
 // sent while it was disconnected are lost. Workers poll every PollInterval
 // as well, so a listener that cannot connect delays jobs but never strands
 // them.
-var listeners = struct {
-	mu sync.Mutex
-	m  map[string]*listener
-}{m: make(map[string]*listener)}
 
 const (
 	// listenerPing is how long the listener waits for a notification
@@ -61,54 +56,26 @@ type subscription struct {
 	wake    chan struct{}
 }
 
-// listenerKey identifies the database a pool connects to.
-func listenerKey(pool *pgxpool.Pool) (string, *pgx.ConnConfig) {
-	cfg := pool.Config().ConnConfig
-	key := fmt.Sprintf("%s|%s:%d/%s?user=%s", cfg.ConnString(), cfg.Host, cfg.Port, cfg.Database, cfg.User)
-	return key, cfg
+// startListener starts the listener of the database config connects to;
+// stop ends it.
+func startListener(config *pgx.ConnConfig, log *slog.Logger) *listener {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{
+		config: config,
+		log:    log,
+		cancel: cancel,
+		done:   make(chan struct{}),
+		subs:   make(map[string]map[*subscription]struct{}),
+	}
+	go l.run(ctx)
+	return l
 }
 
-// subscribe registers interest in channel on the listener of pool's
-// database, starting the listener if needed. The returned channel receives
-// a value (coalesced) whenever channel is notified and after every
-// (re)connect; unsubscribe must be called exactly once and returns after
-// the listener's goroutine has ended if this was its last subscriber.
-func subscribe(pool *pgxpool.Pool, channel string, log *slog.Logger) (<-chan struct{}, func()) {
-	key, cfg := listenerKey(pool)
-	s := &subscription{channel: channel, wake: make(chan struct{}, 1)}
-
-	listeners.mu.Lock()
-	l := listeners.m[key]
-	if l == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		l = &listener{
-			config: cfg,
-			log:    log,
-			cancel: cancel,
-			done:   make(chan struct{}),
-			subs:   make(map[string]map[*subscription]struct{}),
-		}
-		listeners.m[key] = l
-		go l.run(ctx)
-	}
-	l.add(s)
-	listeners.mu.Unlock()
-
-	var once sync.Once
-	return s.wake, func() {
-		once.Do(func() {
-			listeners.mu.Lock()
-			last := l.remove(s)
-			if last {
-				delete(listeners.m, key)
-			}
-			listeners.mu.Unlock()
-			if last {
-				l.cancel()
-				<-l.done
-			}
-		})
-	}
+// stop closes the listener's connection and returns once its goroutine
+// has ended.
+func (l *listener) stop() {
+	l.cancel()
+	<-l.done
 }
 
 func (l *listener) add(s *subscription) {

@@ -3,6 +3,7 @@ package skipjackimpl
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -21,17 +22,31 @@ const (
 	minPruneEvery = time.Second
 )
 
-// maintainLoop rescues jobs whose lease lapsed (every Lease/2, with
-// jitter, starting at once) and, when the queue retains finished jobs,
-// prunes old ones (see pruneInterval), until stop is closed. Every worker does
-// this: both statements are cheap indexed queries that skip locked rows.
-func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
+// maintainer is the maintenance one run does for its queue: rescue of
+// jobs whose lease lapsed, pruning of retained jobs, and the periodic
+// jobs of the queue's schedules (periodic.go). Every run of every worker
+// does it; the statements skip locked rows and the slots table lets one
+// insert per slot win. It holds no lock and never touches the run's state:
+// it tells the run of rescued jobs through rescued.
+type maintainer struct {
+	store   store
+	slots   slotQueries // nil: the queue has no schedules
+	spec    QueueSpec
+	log     *slog.Logger
+	rescued func() // wakes the run's claimer
+}
+
+// loop rescues jobs whose lease lapsed (every Lease/2, with jitter,
+// starting at once) and, when the queue retains finished jobs, prunes old
+// ones (see pruneInterval), until stop is closed. Both statements are
+// cheap indexed queries that skip locked rows.
+func (m *maintainer) loop(stop <-chan struct{}) {
 	rescue := time.NewTimer(0)
 	defer rescue.Stop()
-	every := r.pruneInterval()
+	every := m.pruneInterval()
 	prune := time.NewTimer(jitter(every))
 	defer prune.Stop()
-	pruning := r.spec.RetainCompleted > 0 || r.spec.RetainFailed > 0
+	pruning := m.spec.RetainCompleted > 0 || m.spec.RetainFailed > 0
 	if !pruning {
 		prune.Stop()
 	}
@@ -40,15 +55,15 @@ func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-rescue.C:
-			more, err := r.rescue(stop)
+			more, err := m.rescue(stop)
 			if err != nil {
-				r.log.Warn("skipjack: rescuing lapsed leases failed", "error", err)
+				m.log.Warn("skipjack: rescuing lapsed leases failed", "error", err)
 			}
-			rescue.Reset(next(more, jitter(r.spec.Lease/2)))
+			rescue.Reset(next(more, jitter(m.spec.Lease/2)))
 		case <-prune.C:
-			more, err := r.prune(stop)
+			more, err := m.prune(stop)
 			if err != nil {
-				r.log.Warn("skipjack: pruning finished jobs failed", "error", err)
+				m.log.Warn("skipjack: pruning finished jobs failed", "error", err)
 			}
 			prune.Reset(next(more, jitter(every)))
 		}
@@ -58,9 +73,9 @@ func (r *runner[T]) maintainLoop(stop <-chan struct{}) {
 // pruneInterval is how often the queue's retained jobs are pruned: every
 // minute, or every half retention for shorter retentions, but at most once
 // a second.
-func (r *runner[T]) pruneInterval() time.Duration {
+func (m *maintainer) pruneInterval() time.Duration {
 	every := pruneEvery
-	for _, keep := range []time.Duration{r.spec.RetainCompleted, r.spec.RetainFailed} {
+	for _, keep := range []time.Duration{m.spec.RetainCompleted, m.spec.RetainFailed} {
 		if keep > 0 {
 			every = min(every, max(keep/2, minPruneEvery))
 		}
@@ -77,33 +92,33 @@ func next(more bool, every time.Duration) time.Duration {
 	return every
 }
 
-// rescue makes jobs whose lease lapsed pending again and wakes the fetcher
-// when it found any. It reports whether it stopped with work left.
-func (r *runner[T]) rescue(stop <-chan struct{}) (bool, error) {
+// rescue makes jobs whose lease lapsed pending again and wakes the run's
+// claimer when it found any. It reports whether it stopped with work left.
+func (m *maintainer) rescue(stop <-chan struct{}) (bool, error) {
 	total, more, err := inRounds(stop, maintainBudget, func(ctx context.Context) (int64, error) {
-		return r.store.Rescue(ctx, maintainBatch)
+		return m.store.Rescue(ctx, maintainBatch)
 	})
 	if total > 0 {
-		r.log.Info("skipjack: rescued jobs whose lease lapsed", "jobs", total)
-		signal(r.poke)
+		m.log.Info("skipjack: rescued jobs whose lease lapsed", "jobs", total)
+		m.rescued()
 	}
 	if err != nil {
-		return false, fmt.Errorf("rescue %s: %w", r.spec.Name, err)
+		return false, fmt.Errorf("rescue %s: %w", m.spec.Name, err)
 	}
 	return more, nil
 }
 
 // prune deletes retained jobs older than the queue's retention. It reports
 // whether it stopped with work left.
-func (r *runner[T]) prune(stop <-chan struct{}) (bool, error) {
+func (m *maintainer) prune(stop <-chan struct{}) (bool, error) {
 	total, more, err := inRounds(stop, maintainBudget, func(ctx context.Context) (int64, error) {
-		return r.store.Prune(ctx, r.spec.RetainCompleted, r.spec.RetainFailed, maintainBatch)
+		return m.store.Prune(ctx, m.spec.RetainCompleted, m.spec.RetainFailed, maintainBatch)
 	})
 	if total > 0 {
-		r.log.Debug("skipjack: pruned finished jobs", "jobs", total)
+		m.log.Debug("skipjack: pruned finished jobs", "jobs", total)
 	}
 	if err != nil {
-		return false, fmt.Errorf("prune %s: %w", r.spec.Name, err)
+		return false, fmt.Errorf("prune %s: %w", m.spec.Name, err)
 	}
 	return more, nil
 }

@@ -2,7 +2,6 @@ package skipjackimpl
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,8 +16,8 @@ import (
 //
 //   - wakes the workers of this process that listen to the queue at once,
 //     with no round trip, and
-//   - asks the process's notifier to send one NOTIFY for the queue, on its
-//     own statement after the insert committed; while one is in flight,
+//   - asks the pool's owner to send one NOTIFY for the queue, on its own
+//     statement after the insert committed; while one is in flight,
 //     further requests for the queue coalesce into one follow-up NOTIFY.
 //
 // So producers never serialize on the notification lock, workers in other
@@ -26,85 +25,57 @@ import (
 // arrive before the job it announces is visible. Enqueue inside a pgx.Tx
 // (or on a *pgx.Conn) keeps the trigger's NOTIFY, sent at that commit.
 
-// notifiers holds one notifier per pool and channel.
-var notifiers = struct {
-	mu sync.Mutex
-	m  map[notifierKey]*notifier
-}{m: make(map[notifierKey]*notifier)}
-
-type notifierKey struct {
-	pool    *pgxpool.Pool
-	channel string
-}
-
-// notifier coalesces the NOTIFYs of one channel sent through one pool.
+// notifier is the NOTIFY in flight for one channel of one pool.
 type notifier struct {
-	mu       sync.Mutex
-	inFlight bool // a goroutine is sending
-	again    bool // another NOTIFY was asked for meanwhile
+	again bool // another NOTIFY was asked for meanwhile; guarded by owner.mu
 }
 
 // notifyTimeout bounds one NOTIFY statement.
 const notifyTimeout = 5 * time.Second
 
-// wakeAfterCommit wakes the workers of channel after a committed insert.
+// wakeAfterCommit wakes the workers of channel after a committed insert
+// on pool.
 func wakeAfterCommit(pool *pgxpool.Pool, channel string) {
-	wakeLocal(pool, channel)
-	notifiers.mu.Lock()
-	k := notifierKey{pool, channel}
-	n := notifiers.m[k]
-	if n == nil {
-		n = &notifier{}
-		notifiers.m[k] = n
+	o := acquire(pool)
+	o.wakeLocal(channel)
+	if !o.notify(channel) {
+		o.release()
 	}
-	notifiers.mu.Unlock()
-
-	n.mu.Lock()
-	if n.inFlight {
-		n.again = true
-		n.mu.Unlock()
-		return
-	}
-	n.inFlight = true
-	n.mu.Unlock()
-	go n.send(k)
 }
 
-// send NOTIFYs k's channel until no further request arrived while it ran,
-// then drops the notifier from notifiers, so that pools and channels no
-// longer in use leave nothing behind (the next enqueue makes a new one). A
-// failed NOTIFY is not retried: workers poll, and the enqueue already
-// succeeded.
-func (n *notifier) send(k notifierKey) {
+// notify asks for one NOTIFY of channel. It starts a sender, which takes
+// over the caller's reference to o and reports true, unless one is in
+// flight: that one then sends once more, and notify reports false.
+func (o *owner) notify(channel string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := o.notifiers[channel]; n != nil {
+		n.again = true
+		return false
+	}
+	n := &notifier{}
+	o.notifiers[channel] = n
+	go o.send(channel, n)
+	return true
+}
+
+// send NOTIFYs channel until no further request arrived while it ran,
+// then forgets n and drops its reference to o, so that pools and channels
+// no longer in use leave nothing behind. A failed NOTIFY is not retried:
+// workers poll, and the enqueue already succeeded.
+func (o *owner) send(channel string, n *notifier) {
+	defer o.release()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-		_, _ = k.pool.Exec(ctx, "SELECT pg_notify($1, '')", k.channel)
+		_, _ = o.pool.Exec(ctx, "SELECT pg_notify($1, '')", channel)
 		cancel()
-		notifiers.mu.Lock()
-		n.mu.Lock()
+		o.mu.Lock()
 		if !n.again {
-			n.inFlight = false
-			if notifiers.m[k] == n {
-				delete(notifiers.m, k)
-			}
-			n.mu.Unlock()
-			notifiers.mu.Unlock()
+			delete(o.notifiers, channel)
+			o.mu.Unlock()
 			return
 		}
 		n.again = false
-		n.mu.Unlock()
-		notifiers.mu.Unlock()
-	}
-}
-
-// wakeLocal wakes the workers of this process subscribed to channel on the
-// database pool connects to.
-func wakeLocal(pool *pgxpool.Pool, channel string) {
-	key, _ := listenerKey(pool)
-	listeners.mu.Lock()
-	l := listeners.m[key]
-	listeners.mu.Unlock()
-	if l != nil {
-		l.wake(channel)
+		o.mu.Unlock()
 	}
 }

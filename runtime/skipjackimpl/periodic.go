@@ -196,7 +196,7 @@ func (s Schedule) first(t time.Time) time.Time {
 // scheduleLoop inserts the job of every due slot of the queue's schedules
 // until stop is closed. Every worker of the queue runs it; the slots table
 // lets exactly one insert per slot win.
-func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
+func (m *maintainer) scheduleLoop(stop <-chan struct{}) {
 	type state struct {
 		s    Schedule
 		slot time.Time // the next slot to insert
@@ -204,14 +204,14 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 	}
 	var states []*state
 	now := time.Now()
-	for _, s := range r.spec.Schedules {
+	for _, s := range m.spec.Schedules {
 		if s.Err != nil {
-			r.log.Error("skipjack: periodic job disabled", "error", s.Err)
+			m.log.Error("skipjack: periodic job disabled", "error", s.Err)
 			continue
 		}
 		first := s.first(now)
 		if s.Missed == "once" {
-			r.insertMissed(s, first)
+			m.insertMissed(s, first)
 		}
 		states = append(states, &state{s: s, slot: first, at: first})
 	}
@@ -238,8 +238,8 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 			if st.at.After(now) {
 				continue
 			}
-			if err := r.insertSlot(st.s, st.slot); err != nil {
-				r.log.Warn("skipjack: inserting a periodic job failed; another worker may insert it, else it is retried", "error", err, "slot", st.slot)
+			if err := m.insertSlot(st.s, st.slot); err != nil {
+				m.log.Warn("skipjack: inserting a periodic job failed; another worker may insert it, else it is retried", "error", err, "slot", st.slot)
 				// Retry the same slot, or the newest one once it is due:
 				// the slots table never takes an older slot after it.
 				if latest := st.s.latest(now); latest.After(st.slot) {
@@ -263,40 +263,40 @@ func (r *runner[T]) scheduleLoop(stop <-chan struct{}) {
 // insertMissed inserts one job for the slots missed before first, the
 // first slot this process inserts, since the schedule's last inserted
 // slot, under missed: once. Its run_at is the last missed slot.
-func (r *runner[T]) insertMissed(s Schedule, first time.Time) {
+func (m *maintainer) insertMissed(s Schedule, first time.Time) {
 	missed := s.latest(first.Add(-time.Nanosecond))
 	if missed.IsZero() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-	last, err := r.w.slots.LastSlot(ctx, int32(s.Index))
+	last, err := m.slots.LastSlot(ctx, int32(s.Index))
 	cancel()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return // never ran: nothing was missed
 	}
 	if err != nil {
-		r.log.Warn("skipjack: reading a schedule's last slot failed", "error", err)
+		m.log.Warn("skipjack: reading a schedule's last slot failed", "error", err)
 		return
 	}
 	if last.Before(missed) {
-		if err := r.insertSlot(s, missed); err != nil {
-			r.log.Warn("skipjack: inserting a missed periodic job failed", "error", err)
+		if err := m.insertSlot(s, missed); err != nil {
+			m.log.Warn("skipjack: inserting a missed periodic job failed", "error", err)
 		}
 	}
 }
 
 // insertSlot inserts the job of one slot unless another process did.
-func (r *runner[T]) insertSlot(s Schedule, slot time.Time) error {
+func (m *maintainer) insertSlot(s Schedule, slot time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
-	id, err := r.w.slots.EnqueueSlot(ctx, s.Payload, int32(s.Index), slot)
+	id, err := m.slots.EnqueueSlot(ctx, s.Payload, int32(s.Index), slot)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // another process inserted this slot
 	}
 	if err != nil {
-		return fmt.Errorf("periodic %s slot %s: %w", r.spec.Name, slot.Format(time.RFC3339), err)
+		return fmt.Errorf("periodic %s slot %s: %w", m.spec.Name, slot.Format(time.RFC3339), err)
 	}
-	r.log.Debug("skipjack: inserted periodic job", "job_id", id, "slot", slot)
+	m.log.Debug("skipjack: inserted periodic job", "job_id", id, "slot", slot)
 	return nil
 }
 

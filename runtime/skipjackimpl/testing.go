@@ -51,9 +51,6 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	if o.MaxAttempts > 0 {
 		e.row.MaxAttempts = int32(o.MaxAttempts)
 	}
-	if e.row.MaxAttempts <= 0 {
-		e.row.MaxAttempts = 25
-	}
 	newJob(e)
 	if err := json.Unmarshal(e.row.Payload, &e.job.Payload); err != nil {
 		e.decodeErr = fmt.Errorf("decode payload: %w", err)
@@ -64,7 +61,11 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	cfg.Hooks = skipjack.MultiHooks(resultHook{&res}, cfg.Hooks)
 	cfg = configWithDefaults(cfg)
 	w := &Worker[P]{spec: spec, handle: handle, cfg: cfg}
-	r := &runner[P]{w: w, spec: spec, cfg: cfg, log: cfg.Logger.With("queue", spec.Name), inflight: 1}
+	log := cfg.Logger.With("queue", spec.Name)
+	r := &runner[P]{w: w, spec: spec, cfg: cfg, log: log, inflight: 1, hooks: newHookCaller[P](spec.Name, cfg, log)}
+	// The result goes to a completer that nobody flushes: RunOnce returns
+	// it from the hooks.
+	r.results = &completer[P]{name: spec.Name, batchSize: 1, log: log, hooks: r.hooks, flushNow: make(chan struct{}, 1)}
 
 	jobCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -76,8 +77,7 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 // resultHook records the result of the attempt RunOnce runs.
 type resultHook struct{ res *skipjack.AttemptResult }
 
-func (resultHook) JobDone(string, int64, int, time.Duration, error) {}
-func (resultHook) Claimed(string, int, time.Duration)               {}
+// JobEnd records the attempt's result.
 func (h resultHook) JobEnd(_ context.Context, _ skipjack.JobInfo, res skipjack.AttemptResult) {
 	*h.res = res
 }

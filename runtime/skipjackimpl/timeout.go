@@ -2,6 +2,7 @@ package skipjackimpl
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -10,7 +11,7 @@ import (
 // Every attempt of a queue gets the same timeout, so deadlines expire in
 // the order handlers start. A run keeps its running attempts in that order
 // in an intrusive list (linked when a handler starts, unlinked when it
-// returns, both under r.mu) and one goroutine cancels the attempts at the
+// returns, both under the run's lock) and one goroutine cancels the attempts at the
 // head of the list whose deadline passed, with cause errTimeout, on the
 // job's own context. A context.WithTimeoutCause per job cost a timer, a
 // second cancelable context and the bookkeeping that links the two: about
@@ -43,22 +44,30 @@ func (c *attemptContext) Err() error {
 	return err
 }
 
-// timeoutList is the list of running attempts in deadline order.
+// timeoutList is the list of a run's running attempts in deadline order.
+// The run's lock guards it (the methods named ...Locked are called with it
+// held, the others take it); a nil list keeps nothing (RunJob's attempts
+// get a timer of their own).
 type timeoutList[T any] struct {
+	mu         *sync.Mutex // the run's
+	timeout    time.Duration
 	head, tail *entry[T]
 	wake       chan struct{} // the list was empty and got an attempt
 }
 
 // deadline returns when the attempt of e, whose handler started at
 // e.startedAt, times out.
-func (r *runner[T]) deadline(e *entry[T]) time.Time {
-	return e.startedAt.Add(r.spec.Timeout)
+func (l *timeoutList[T]) deadline(e *entry[T]) time.Time {
+	return e.startedAt.Add(l.timeout)
 }
 
-// startTimeoutLocked links e, whose handler just started (e.startedAt), at
-// the tail of the list. r.mu is held.
-func (r *runner[T]) startTimeoutLocked(e *entry[T]) {
-	l := r.timeouts
+// startLocked records that e's handler starts now and links it at the
+// tail of the list.
+func (l *timeoutList[T]) startLocked(e *entry[T]) {
+	e.startedAt = time.Now()
+	if l == nil {
+		return
+	}
 	e.timed = true
 	e.tnext = nil
 	e.tprev = l.tail
@@ -71,12 +80,11 @@ func (r *runner[T]) startTimeoutLocked(e *entry[T]) {
 	l.tail = e
 }
 
-// stopTimeoutLocked unlinks e from the list, if it is linked. r.mu is held.
-func (r *runner[T]) stopTimeoutLocked(e *entry[T]) {
+// removeLocked unlinks e from the list, if it is linked.
+func (l *timeoutList[T]) removeLocked(e *entry[T]) {
 	if !e.timed {
 		return
 	}
-	l := r.timeouts
 	if e.tprev == nil {
 		l.head = e.tnext
 	} else {
@@ -90,36 +98,34 @@ func (r *runner[T]) stopTimeoutLocked(e *entry[T]) {
 	e.tprev, e.tnext, e.timed = nil, nil, false
 }
 
-// timeoutLoop cancels running attempts at their deadlines until stop is
-// closed.
-func (r *runner[T]) timeoutLoop(stop <-chan struct{}) {
+// loop cancels running attempts at their deadlines until stop is closed.
+func (l *timeoutList[T]) loop(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		wait := r.expireTimeouts(time.Now())
+		wait := l.expire(time.Now())
 		if wait > 0 {
 			timer.Reset(wait)
 		}
 		select {
 		case <-stop:
 			return
-		case <-r.timeouts.wake:
+		case <-l.wake:
 		case <-timer.C:
 		}
 		timer.Stop()
 	}
 }
 
-// expireTimeouts cancels, with cause errTimeout, the attempts whose
-// deadline is not after now, and returns how long until the next deadline
-// (0 when no attempt runs).
-func (r *runner[T]) expireTimeouts(now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l := r.timeouts
-	for l.head != nil && !r.deadline(l.head).After(now) {
+// expire cancels, with cause errTimeout, the attempts whose deadline is
+// not after now, and returns how long until the next deadline (0 when no
+// attempt runs).
+func (l *timeoutList[T]) expire(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.head != nil && !l.deadline(l.head).After(now) {
 		e := l.head
-		r.stopTimeoutLocked(e)
+		l.removeLocked(e)
 		if e.cancel != nil {
 			e.cancel(errTimeout)
 		}
@@ -127,5 +133,5 @@ func (r *runner[T]) expireTimeouts(now time.Time) time.Duration {
 	if l.head == nil {
 		return 0
 	}
-	return r.deadline(l.head).Sub(now)
+	return l.deadline(l.head).Sub(now)
 }

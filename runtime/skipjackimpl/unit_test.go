@@ -201,7 +201,7 @@ func TestStorableText(t *testing.T) {
 func TestResolveSplitsRejectedBatch(t *testing.T) {
 	t.Parallel()
 	f := &fakeStore{rejectMessage: "BAD"}
-	r := &runner[struct{}]{store: f, log: slog.New(slog.DiscardHandler)}
+	r := &completer[struct{}]{store: f, log: slog.New(slog.DiscardHandler)}
 	var rs []Resolution
 	for i := range 16 {
 		msg := fmt.Sprintf("error %d", i)

@@ -77,23 +77,6 @@ func (w *Worker[T]) withControlPool(bind func(DBTX) queries) *Worker[T] {
 	return w
 }
 
-// withDefaults fills the zero fields of a spec with the YAML's defaults.
-func (s QueueSpec) withDefaults() QueueSpec {
-	if s.BackoffMin <= 0 {
-		s.BackoffMin = time.Second
-	}
-	if s.BackoffMax < s.BackoffMin {
-		s.BackoffMax = max(s.BackoffMin, time.Hour)
-	}
-	if s.Timeout <= 0 {
-		s.Timeout = time.Minute
-	}
-	if s.Lease <= 0 {
-		s.Lease = 30 * time.Second
-	}
-	return s
-}
-
 // Run claims and works jobs until ctx is cancelled, then shuts down: it
 // stops claiming, releases the jobs it prefetched but did not start, lets
 // running handlers finish (cancelling their contexts once ShutdownTimeout
@@ -124,14 +107,23 @@ func (w *Worker[T]) runIn(ctx context.Context, budget *link.Budget) error {
 	return r.run(ctx)
 }
 
-// runner is the state of one Run.
+// runner is one Run of a Worker: the producer, which claims jobs
+// (fetch.go), runs their handlers (execute.go), renews their leases and
+// watches their deadlines (heartbeat.go, timeout.go) and lets a suspect
+// run alone (isolate.go). It owns the jobs the run holds, under mu. The
+// parts that do not need that lock are its own types: the completer
+// writes results (completer.go), the liveness keeps the run's row in the
+// workers table (liveness.go), the maintainer rescues, prunes and inserts
+// periodic jobs (maintain.go, periodic.go), and the hook caller reports
+// events (hooks.go). What the workers of one pool share is the pool's
+// owner (owner.go). docs/architecture.md draws who calls whom.
 type runner[T any] struct {
 	w     *Worker[T]
 	spec  QueueSpec
 	cfg   skipjack.WorkerConfig
 	store store
 	log   *slog.Logger
-	iso   *isolation // of the workers sharing the pool (isolate.go)
+	owner *owner // of the pool the handlers run on; nil in unit tests
 	// control is the pool the worker's own statements run on (nil when
 	// they run on a store given as is, in tests): claims of a queue with
 	// limits open their transactions there.
@@ -140,35 +132,32 @@ type runner[T any] struct {
 	// outside skipjack.RunGroup), in which it is member number member.
 	budget *link.Budget
 	member int
-	liveID string // this run's row in the workers table, and the worker column of its claims
+
+	hooks    *hookCaller[T]
+	results  *completer[T]
+	liveness *liveness
+	due      earliest // when the earliest job this run retried or snoozed becomes due
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
 	maxHeld      int           // prefetched + running
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
-	clock        dbClock       // the database clock's skew, for counted waits (counts.go); flush loop only
 
-	mu           sync.Mutex
-	held         map[int64]*entry[T] // every job whose claim this run holds
-	queue        []*entry[T]         // claimed, not started
-	inflight     int                 // prefetched + running
-	acks         []*entry[T]         // completed, not yet acknowledged
-	resolves     []*entry[T]         // other outcomes, not yet written
-	flushing     int                 // results inside a flush statement now
-	pendingSince time.Time           // when the oldest unflushed result arrived
-	stopped      bool                // no job starts any more
-	dueAt        time.Time           // earliest retry or snooze of ours that becomes due
-	liveAt       time.Time           // when the last renewal of this run's workers-table row that succeeded started
+	mu       sync.Mutex
+	held     map[int64]*entry[T] // every job whose claim this run holds
+	queue    []*entry[T]         // claimed, not started
+	inflight int                 // prefetched + running
+	stopped  bool                // no job starts any more
+	timeouts *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
 
-	avail        chan struct{}   // one token per queued job
-	slotFreed    chan struct{}   // wakes the fetcher when capacity frees up
-	poke         chan struct{}   // wakes the fetcher after a rescue
-	kick         chan struct{}   // wakes the flusher
-	wake         <-chan struct{} // notifications; nil when polling only
-	stopHandlers chan struct{}   // closed when no job starts any more
-	handlerBase  context.Context // parent of handler contexts: Run's values, never cancelled
-	claims       sync.WaitGroup  // claim statements in flight
-	timeouts     *timeoutList[T] // running attempts by deadline; nil: a timer per attempt (RunJob)
+	// Wake-ups, named after what they announce.
+	jobReady      chan struct{}   // a prefetched job waits for a handler: one token per job
+	capacityFreed chan struct{}   // to the fetcher: held jobs were let go, or a due time was noted
+	claimable     chan struct{}   // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
+	wake          <-chan struct{} // to the fetcher: the queue was notified; nil when polling only
+	stopHandlers  chan struct{}   // closed when no job starts any more
+	handlerBase   context.Context // parent of handler contexts: Run's values, never cancelled
+	claims        sync.WaitGroup  // claim statements in flight
 }
 
 // entry is one claimed job.
@@ -179,15 +168,22 @@ type entry[T any] struct {
 	decodeErr error                   // the payload did not decode into T
 	cancel    context.CancelCauseFunc // cancels the running handler
 	startedAt time.Time               // when the handler started; zero while prefetched
-	lost      bool                    // another attempt owns the job (the database said so); drop everything
 	abandoned bool                    // the handler overran timeout + lease; its abandonment is written, its own result dropped
 	doubted   bool                    // the handler was cancelled because the worker could not prove it is alive
 	cancelled bool                    // an operator cancelled the job before its handler started: it never starts
-	settling  bool                    // inside an ack, resolve or release statement
-	res       Resolution              // the outcome when it is not completion
+	res       Resolution              // the outcome when it is not completion; the completer's
+	// lost is set when another attempt owns the job (the database said
+	// so): drop everything. settling is set while the job is inside an
+	// ack, resolve or release statement. txAcked is set when CompleteTx
+	// acknowledged the job in the handler's transaction. All three are read
+	// without the run's lock, by the completer and by CompleteTx.
+	lost, settling, txAcked atomic.Bool
 	// endIsolation ends the isolation a suspect runs in (isolate.go), once,
 	// whichever way its attempt ends first; nil for ordinary jobs.
 	endIsolation func()
+	// settled is closed when the run lets go of a suspect (its result
+	// written or dropped); nil for ordinary jobs.
+	settled chan struct{}
 
 	// The timeout list (timeout.go), guarded by r.mu.
 	timed        bool      // linked in r.timeouts
@@ -205,34 +201,55 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		// start later than the claim that the rate limit counted.
 		maxHeld = c
 	}
-	return &runner[T]{
-		w:            w,
-		spec:         w.spec,
-		cfg:          w.cfg,
-		store:        w.store,
-		log:          w.cfg.Logger.With("queue", w.spec.Name),
-		liveID:       liveID(w.cfg.WorkerID),
-		stmtTimeout:  statementTimeout(w.spec.Lease),
-		maxHeld:      maxHeld,
-		minClaim:     max(1, min(b, c)/2),
-		backlogLimit: 2 * max(b, c),
-		held:         make(map[int64]*entry[T]),
-		avail:        make(chan struct{}, 2*c),
-		slotFreed:    make(chan struct{}, 1),
-		poke:         make(chan struct{}, 1),
-		kick:         make(chan struct{}, 1),
-		stopHandlers: make(chan struct{}),
-		timeouts:     &timeoutList[T]{wake: make(chan struct{}, 1)},
+	log := w.cfg.Logger.With("queue", w.spec.Name)
+	r := &runner[T]{
+		w:             w,
+		spec:          w.spec,
+		cfg:           w.cfg,
+		store:         w.store,
+		log:           log,
+		hooks:         newHookCaller[T](w.spec.Name, w.cfg, log),
+		stmtTimeout:   statementTimeout(w.spec.Lease),
+		maxHeld:       maxHeld,
+		minClaim:      max(1, min(b, c)/2),
+		backlogLimit:  2 * max(b, c),
+		held:          make(map[int64]*entry[T]),
+		jobReady:      make(chan struct{}, 2*c),
+		capacityFreed: make(chan struct{}, 1),
+		claimable:     make(chan struct{}, 1),
+		stopHandlers:  make(chan struct{}),
 	}
+	r.timeouts = &timeoutList[T]{mu: &r.mu, timeout: w.spec.Timeout, wake: make(chan struct{}, 1)}
+	r.liveness = &liveness{id: liveID(w.cfg.WorkerID), lease: w.spec.Lease, name: w.spec.Name, log: log}
+	r.results = &completer[T]{
+		name:        w.spec.Name,
+		batchSize:   b,
+		ackDelay:    w.cfg.AckDelay,
+		stmtTimeout: r.stmtTimeout,
+		log:         log,
+		hooks:       r.hooks,
+		settled:     r.settled,
+		due:         r.noteDue,
+		flushNow:    make(chan struct{}, 1),
+	}
+	return r
+}
+
+// useStore makes the run and its parts run their statements on s.
+func (r *runner[T]) useStore(s store) {
+	r.store, r.results.store, r.liveness.store = s, s, s
 }
 
 func (r *runner[T]) run(ctx context.Context) error {
-	demand := addDemand(r.w.pool, r.cfg.Concurrency)
-	defer addDemand(r.w.pool, -r.cfg.Concurrency)
+	r.owner = acquire(r.w.pool)
+	defer r.owner.release()
+	demand := r.owner.join(r, r.cfg.Concurrency)
+	defer r.owner.leave(r, r.cfg.Concurrency)
 	if mc := int(r.w.pool.Config().MaxConns); mc < demand {
 		r.log.Warn("skipjack: connection pool is smaller than the Concurrency of the workers sharing it; handlers that use the pool will wait for connections and may time out",
 			"pool_max_conns", mc, "concurrency", r.cfg.Concurrency, "workers_concurrency", demand)
 	}
+	r.useStore(r.store)
 	if r.w.bind != nil {
 		control, err := newControlPool(r.w.pool)
 		if err != nil {
@@ -240,44 +257,40 @@ func (r *runner[T]) run(ctx context.Context) error {
 		}
 		defer control.Close()
 		warm(control, maxClaimsInFlight)
-		r.store = r.w.bind(control)
+		r.useStore(r.w.bind(control))
 		r.control = control
 	}
-	if err := r.live(r.stmtTimeout); err != nil {
+	if err := r.liveness.renew(r.stmtTimeout); err != nil {
 		if missingTable(err) {
 			return fmt.Errorf("run %s: %w: the workers table is missing; apply this queue's migrations (skipjack migrate, or the generated Migrate) generated by this version of skipjack", r.spec.Name, err)
 		}
 		r.log.Warn("skipjack: proving this worker alive failed; retrying", "error", err)
 	}
-	r.mu.Lock()
-	r.liveAt = time.Now() // the claims to come are what the lease protects
-	r.mu.Unlock()
-	defer r.gone()
-	iso, leave := joinIsolation(r.w.pool, r)
-	defer leave()
-	r.iso = iso
+	r.liveness.provenAt(time.Now()) // the claims to come are what the lease protects
+	defer r.liveness.gone()
 	r.handlerBase = context.WithoutCancel(ctx)
 
 	unsubscribe := func() {}
 	if r.spec.Channel != "" && !r.cfg.PollOnly {
-		r.wake, unsubscribe = subscribe(r.w.pool, r.spec.Channel, r.cfg.Logger)
+		r.wake, unsubscribe = r.owner.subscribe(r.spec.Channel, r.cfg.Logger)
 	}
 	defer unsubscribe()
 
+	maint := &maintainer{store: r.store, slots: r.w.slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
 	var handlers, flusher, background sync.WaitGroup
 	for range r.cfg.Concurrency {
 		handlers.Go(r.handlerLoop)
 	}
 	final := make(chan struct{})
-	flusher.Go(func() { r.flushLoop(final) })
+	flusher.Go(func() { r.results.flushLoop(final) })
 	stopBackground := make(chan struct{})
-	background.Go(func() { r.liveLoop(stopBackground) })
+	background.Go(func() { r.liveness.loop(stopBackground) })
 	background.Go(func() { r.heartbeatLoop(stopBackground) })
 	background.Go(func() { r.leaseWatchLoop(stopBackground) })
-	background.Go(func() { r.timeoutLoop(stopBackground) })
-	background.Go(func() { r.maintainLoop(stopBackground) })
+	background.Go(func() { r.timeouts.loop(stopBackground) })
+	background.Go(func() { maint.loop(stopBackground) })
 	if len(r.spec.Schedules) > 0 && r.w.slots != nil {
-		background.Go(func() { r.scheduleLoop(stopBackground) })
+		background.Go(func() { maint.scheduleLoop(stopBackground) })
 	}
 
 	r.fetchLoop(ctx)
@@ -287,10 +300,13 @@ func (r *runner[T]) run(ctx context.Context) error {
 	// get ShutdownTimeout; claims still in flight release what they return.
 	deadline := time.Now().Add(r.cfg.ShutdownTimeout)
 	var release sync.WaitGroup
-	queued := r.stop()
+	r.mu.Lock()
+	r.stopped = true
+	queued := r.takeQueuedLocked()
+	r.mu.Unlock()
 	release.Go(func() { r.releaseQueued(queued) })
 	close(r.stopHandlers)
-	signal(r.avail) // handlerLoop passes it on
+	signal(r.jobReady) // handlerLoop passes it on
 	stuck := r.waitHandlers(&handlers, deadline)
 	release.Wait()
 	r.claims.Wait()
@@ -324,14 +340,6 @@ func statementTimeout(lease time.Duration) time.Duration {
 	return min(queryTimeout, max(lease/2, time.Second))
 }
 
-// stop makes sure no further job starts and returns the prefetched ones.
-func (r *runner[T]) stop() []*entry[T] {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped = true
-	return r.takeQueuedLocked()
-}
-
 // takeQueuedLocked empties the prefetched queue and returns the jobs in it
 // whose leases are not lost, marked as being settled, for releaseQueued;
 // r.mu must be held.
@@ -339,8 +347,8 @@ func (r *runner[T]) takeQueuedLocked() []*entry[T] {
 	var out []*entry[T]
 	for _, e := range r.queue {
 		r.inflight--
-		if !e.lost {
-			e.settling = true
+		if !e.lost.Load() {
+			e.settling.Store(true)
 			out = append(out, e)
 		}
 	}
@@ -366,7 +374,13 @@ func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time) [
 	case <-t.C:
 	}
 	r.log.Warn("skipjack: shutdown timeout passed; cancelling running handlers and releasing their jobs", "shutdown_timeout", r.cfg.ShutdownTimeout)
-	r.cancelRunning(errShutdown)
+	r.mu.Lock()
+	for _, e := range r.held {
+		if e.cancel != nil {
+			e.cancel(errShutdown)
+		}
+	}
+	r.mu.Unlock()
 	grace := shutdownGrace(r.cfg.ShutdownTimeout)
 	t.Reset(grace)
 	select {
@@ -378,24 +392,13 @@ func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time) [
 	defer r.mu.Unlock()
 	var stuck []int64
 	for id, e := range r.held {
-		if e.cancel != nil && !e.lost && !e.abandoned {
+		if e.cancel != nil && !e.lost.Load() && !e.abandoned {
 			stuck = append(stuck, id)
 		}
 	}
 	slices.Sort(stuck)
 	r.log.Error("skipjack: handlers ignored their cancelled contexts; returning without them", "jobs", stuck, "grace", grace)
 	return stuck
-}
-
-// cancelRunning cancels the context of every running handler with cause.
-func (r *runner[T]) cancelRunning(cause error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.held {
-		if e.cancel != nil {
-			e.cancel(cause)
-		}
-	}
 }
 
 // releaseQueued makes prefetched jobs pending again for other workers.
@@ -422,8 +425,31 @@ func (r *runner[T]) releaseQueued(es []*entry[T]) {
 
 // forget drops e from the held set; r.mu must be held.
 func (r *runner[T]) forget(e *entry[T]) {
-	if r.held[e.row.ID] == e {
-		delete(r.held, e.row.ID)
+	if r.held[e.row.ID] != e {
+		return
+	}
+	delete(r.held, e.row.ID)
+	if e.settled != nil {
+		close(e.settled)
+	}
+	if r.owner != nil {
+		r.owner.nudge()
+	}
+}
+
+// settled takes back a batch of results the completer wrote: the jobs are
+// no longer held, whether the statement matched them or their lease was
+// lost. It wakes the fetcher: capacity is free, and for a limited or
+// serial queue the jobs these held back can be claimed now.
+func (r *runner[T]) settled(batch []*entry[T], _ []int64) {
+	r.mu.Lock()
+	for _, e := range batch {
+		r.forget(e)
+	}
+	r.mu.Unlock()
+	signal(r.capacityFreed)
+	if r.spec.Serial || r.spec.limited() {
+		signal(r.claimable)
 	}
 }
 
@@ -468,25 +494,5 @@ func newJob[T any](e *entry[T]) {
 	e.job = &e.jobv
 }
 
-// liveID returns the id under which one run of a worker proves it is alive
-// and claims jobs: the WorkerID with a suffix of its own, so that a
-// process restarted with the same WorkerID (a StatefulSet's pod name, say)
-// never vouches for the jobs its dead predecessor held.
-func liveID(workerID string) string {
-	return storableText(workerID) + "/" + randomHex()
-}
-
 // missingTable reports whether err is Postgres's undefined_table.
 func missingTable(err error) bool { return sqlState(err) == "42P01" }
-
-// gone marks this run's row in the workers table expired and stopped when
-// Run returns, so that the jobs it could not settle (handlers that ignored
-// shutdown, a final flush that failed) are rescued as soon as their leases
-// lapse, without counting a rescue against them: the worker did not crash.
-func (r *runner[T]) gone() {
-	ctx, cancel := context.WithTimeout(context.Background(), finalFlushTimeout)
-	defer cancel()
-	if err := r.store.Gone(ctx, r.liveID); err != nil {
-		r.log.Warn("skipjack: marking this worker stopped in the workers table failed; its leftover jobs are rescued once its row expires", "error", err)
-	}
-}

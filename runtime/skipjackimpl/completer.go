@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -14,12 +15,76 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
+// completer writes the results of one run's attempts: acknowledgements of
+// completed jobs (Complete) and every other outcome (Resolve), batched,
+// with the database's verdict handed back to the run through settled. It
+// has its own lock, which it never holds while calling the run, so the
+// run may call it with its own lock held.
+type completer[T any] struct {
+	store       store
+	name        string // the queue's
+	batchSize   int
+	ackDelay    time.Duration
+	stmtTimeout time.Duration
+	log         *slog.Logger
+	hooks       *hookCaller[T]
+	// settled hands a written batch back to the run: the jobs it matched
+	// are no longer held, the others lost their lease. It is not called
+	// for a batch whose statement failed; that batch is retried.
+	settled func(batch []*entry[T], matched []int64)
+	// due tells the run when the earliest job it retried or snoozed
+	// becomes due.
+	due   func(d time.Duration)
+	clock dbClock // the database clock's skew, for counted waits (counts.go); flush loop only
+
+	mu           sync.Mutex
+	acks         []*entry[T]   // completed, not yet acknowledged
+	resolves     []*entry[T]   // other outcomes, not yet written
+	flushing     int           // results inside a flush statement now
+	pendingSince time.Time     // when the oldest unflushed result arrived
+	flushNow     chan struct{} // a batch is full, or the first result arrived
+}
+
+// add queues the result of e's attempt: its acknowledgement when
+// completed, else res. It wakes the flusher when the result is the first
+// unflushed one (which starts the AckDelay clock) or fills a batch.
+func (c *completer[T]) add(e *entry[T], res Resolution, completed bool, now time.Time) {
+	c.mu.Lock()
+	if len(c.acks)+len(c.resolves) == 0 {
+		c.pendingSince = now
+	}
+	if completed {
+		c.acks = append(c.acks, e)
+	} else {
+		res.ID, res.Claim = e.row.ID, e.row.Claim
+		e.res = res
+		c.resolves = append(c.resolves, e)
+	}
+	n := len(c.acks) + len(c.resolves)
+	c.mu.Unlock()
+	if n == 1 || n == c.batchSize {
+		signal(c.flushNow)
+	}
+}
+
+// backlog returns how many results wait to be written or are being
+// written.
+func (c *completer[T]) backlog() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.acks) + len(c.resolves) + c.flushing
+}
+
+// flushSoon wakes the flusher to write what is queued without waiting for
+// AckDelay's timer.
+func (c *completer[T]) flushSoon() { signal(c.flushNow) }
+
 // flushLoop writes results (acknowledgements and resolutions) in batches:
 // as soon as BatchSize of them are waiting, or when the oldest has waited
 // AckDelay. One statement runs at a time, so while it runs the next batch
 // grows; under load batches fill up by themselves. When final is closed it
 // flushes everything that is left, on a fresh bounded context, and returns.
-func (r *runner[T]) flushLoop(final <-chan struct{}) {
+func (c *completer[T]) flushLoop(final <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -36,17 +101,17 @@ func (r *runner[T]) flushLoop(final <-chan struct{}) {
 			default:
 			}
 		}
-		r.mu.Lock()
-		n := len(r.acks) + len(r.resolves)
-		wait := r.cfg.AckDelay - time.Since(r.pendingSince)
-		r.mu.Unlock()
+		c.mu.Lock()
+		n := len(c.acks) + len(c.resolves)
+		wait := c.ackDelay - time.Since(c.pendingSince)
+		c.mu.Unlock()
 
-		if n > 0 && (stopping || n >= r.cfg.BatchSize || wait <= 0) {
-			ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
+		if n > 0 && (stopping || n >= c.batchSize || wait <= 0) {
+			ctx, cancel := context.WithTimeout(context.Background(), c.stmtTimeout)
 			if stopping {
 				ctx, cancel = context.WithDeadline(context.Background(), deadline)
 			}
-			err := r.flush(ctx)
+			err := c.flush(ctx)
 			cancel()
 			if err == nil {
 				bo.reset()
@@ -54,11 +119,11 @@ func (r *runner[T]) flushLoop(final <-chan struct{}) {
 			}
 			d := bo.next()
 			if stopping && time.Now().Add(d).After(deadline) {
-				r.log.Error("skipjack: giving up on flushing results at shutdown; these jobs run again once their leases lapse",
-					"error", err, "jobs", r.unflushed())
+				c.log.Error("skipjack: giving up on flushing results at shutdown; these jobs run again once their leases lapse",
+					"error", err, "jobs", c.unflushed())
 				return
 			}
-			r.log.Warn("skipjack: flushing job results failed; retrying", "error", err, "retry_in", d)
+			c.log.Warn("skipjack: flushing job results failed; retrying", "error", err, "retry_in", d)
 			timer.Reset(d)
 			<-timer.C
 			continue
@@ -70,7 +135,7 @@ func (r *runner[T]) flushLoop(final <-chan struct{}) {
 			timer.Reset(wait)
 		}
 		select {
-		case <-r.kick:
+		case <-c.flushNow:
 		case <-timer.C:
 		case <-final:
 		}
@@ -78,24 +143,24 @@ func (r *runner[T]) flushLoop(final <-chan struct{}) {
 	}
 }
 
-func (r *runner[T]) unflushed() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.acks) + len(r.resolves)
+func (c *completer[T]) unflushed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.acks) + len(c.resolves)
 }
 
 // flush writes one batch of acknowledgements and one of resolutions.
-func (r *runner[T]) flush(ctx context.Context) error {
-	if acks := r.take(&r.acks); len(acks) > 0 {
+func (c *completer[T]) flush(ctx context.Context) error {
+	if acks := c.take(&c.acks); len(acks) > 0 {
 		start := time.Now()
-		matched, err := r.complete(ctx, acks)
-		r.ackDone(skipjack.AckComplete, len(acks), len(matched), time.Since(start), err)
-		r.settle(&r.acks, acks, matched, err)
+		matched, err := c.complete(ctx, acks)
+		c.hooks.ackDone(skipjack.AckComplete, len(acks), len(matched), time.Since(start), err)
+		c.settle(&c.acks, acks, matched, err)
 		if err != nil {
-			return fmt.Errorf("complete %s: %w", r.spec.Name, err)
+			return fmt.Errorf("complete %s: %w", c.name, err)
 		}
 	}
-	if res := r.take(&r.resolves); len(res) > 0 {
+	if res := c.take(&c.resolves); len(res) > 0 {
 		rs := make([]Resolution, len(res))
 		for i, e := range res {
 			rs[i] = e.res
@@ -103,11 +168,11 @@ func (r *runner[T]) flush(ctx context.Context) error {
 		// Sorted by id, like every batched write (see idsAndClaims).
 		slices.SortFunc(rs, func(a, b Resolution) int { return cmp.Compare(a.ID, b.ID) })
 		start := time.Now()
-		matched, err := r.resolve(ctx, rs)
-		r.ackDone(skipjack.AckResolve, len(rs), len(matched), time.Since(start), err)
-		r.settle(&r.resolves, res, matched, err)
+		matched, err := c.resolve(ctx, rs)
+		c.hooks.ackDone(skipjack.AckResolve, len(rs), len(matched), time.Since(start), err)
+		c.settle(&c.resolves, res, matched, err)
 		if err != nil {
-			return fmt.Errorf("resolve %s: %w", r.spec.Name, err)
+			return fmt.Errorf("resolve %s: %w", c.name, err)
 		}
 		soonest := time.Duration(-1)
 		for _, x := range rs {
@@ -116,7 +181,7 @@ func (r *runner[T]) flush(ctx context.Context) error {
 			}
 		}
 		if soonest >= 0 {
-			r.noteDue(soonest)
+			c.due(soonest)
 		}
 	}
 	return nil
@@ -130,12 +195,12 @@ func (r *runner[T]) flush(ctx context.Context) error {
 // sees the cancel: the ack and the cancel end in one decision, and the job
 // ends failed "cancelled" instead of staying running. Jobs it does not
 // match either are no longer this attempt's.
-func (r *runner[T]) complete(ctx context.Context, acks []*entry[T]) ([]int64, error) {
+func (c *completer[T]) complete(ctx context.Context, acks []*entry[T]) ([]int64, error) {
 	ids, claims := idsAndClaims(acks)
-	waits := waitHistogram(&r.clock, acks)
+	waits := waitHistogram(&c.clock, acks)
 	sent := time.Now()
-	matched, dbNow, err := r.store.Complete(ctx, ids, claims, waits)
-	r.clock.observe(sent, time.Now(), dbNow)
+	matched, dbNow, err := c.store.Complete(ctx, ids, claims, waits)
+	c.clock.observe(sent, time.Now(), dbNow)
 	if err != nil || len(matched) == len(ids) {
 		return matched, err
 	}
@@ -151,7 +216,7 @@ func (r *runner[T]) complete(ctx context.Context, acks []*entry[T]) ([]int64, er
 	}
 	// The first statement counted the waits of the whole batch.
 	ids, claims = idsAndClaims(rest)
-	again, _, err := r.store.Complete(ctx, ids, claims, make([]int64, len(waits)))
+	again, _, err := c.store.Complete(ctx, ids, claims, make([]int64, len(waits)))
 	if err != nil {
 		return matched, err
 	}
@@ -167,8 +232,8 @@ const unstorable = "skipjack: the attempt's error text could not be stored"
 // to blame: the batch is split in halves until that row is alone, and it
 // is written with a placeholder message, so one bad row never holds back
 // the rest of its batch.
-func (r *runner[T]) resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
-	matched, err := r.store.Resolve(ctx, rs)
+func (c *completer[T]) resolve(ctx context.Context, rs []Resolution) ([]int64, error) {
+	matched, err := c.store.Resolve(ctx, rs)
 	if err == nil || !dataError(err) {
 		return matched, err
 	}
@@ -176,17 +241,17 @@ func (r *runner[T]) resolve(ctx context.Context, rs []Resolution) ([]int64, erro
 		if rs[0].Message == unstorable {
 			return nil, err
 		}
-		r.log.Error("skipjack: Postgres rejected a job's result; writing it with a placeholder error message", "job_id", rs[0].ID, "error", err)
+		c.log.Error("skipjack: Postgres rejected a job's result; writing it with a placeholder error message", "job_id", rs[0].ID, "error", err)
 		x := rs[0]
 		x.Message = unstorable
-		return r.store.Resolve(ctx, []Resolution{x})
+		return c.store.Resolve(ctx, []Resolution{x})
 	}
 	half := len(rs) / 2
-	first, err := r.resolve(ctx, rs[:half])
+	first, err := c.resolve(ctx, rs[:half])
 	if err != nil {
 		return first, err
 	}
-	second, err := r.resolve(ctx, rs[half:])
+	second, err := c.resolve(ctx, rs[half:])
 	return append(first, second...), err
 }
 
@@ -206,71 +271,48 @@ func sqlState(err error) string {
 
 // take removes up to BatchSize results from *list, skipping those whose
 // lease was lost, and marks them settling.
-func (r *runner[T]) take(list *[]*entry[T]) []*entry[T] {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (c *completer[T]) take(list *[]*entry[T]) []*entry[T] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []*entry[T]
 	i := 0
-	for ; i < len(*list) && len(out) < r.cfg.BatchSize; i++ {
+	for ; i < len(*list) && len(out) < c.batchSize; i++ {
 		e := (*list)[i]
-		if e.lost {
+		if e.lost.Load() {
 			continue
 		}
-		e.settling = true
+		e.settling.Store(true)
 		out = append(out, e)
 	}
 	*list = append((*list)[:0:0], (*list)[i:]...)
-	r.flushing += len(out)
+	c.flushing += len(out)
 	return out
 }
 
 // settle records the outcome of a flush statement. On error the batch goes
-// back to the front of *list to be retried; otherwise its jobs are no
-// longer held. Jobs the statement did not match had lost their lease.
-func (r *runner[T]) settle(list *[]*entry[T], batch []*entry[T], matched []int64, err error) {
-	r.mu.Lock()
-	r.flushing -= len(batch)
+// back to the front of *list to be retried; otherwise it goes back to the
+// run (settled), which holds its jobs no more. Jobs the statement did not
+// match had lost their lease.
+func (c *completer[T]) settle(list *[]*entry[T], batch []*entry[T], matched []int64, err error) {
+	c.mu.Lock()
+	c.flushing -= len(batch)
 	if err != nil {
 		for _, e := range batch {
-			e.settling = false
+			e.settling.Store(false)
 		}
 		*list = append(batch, *list...)
-	} else {
-		for _, e := range batch {
-			r.forget(e)
-		}
-		if len(*list) == 0 && len(r.acks)+len(r.resolves) == 0 {
-			r.pendingSince = time.Time{}
-		}
+	} else if len(*list) == 0 && len(c.acks)+len(c.resolves) == 0 {
+		c.pendingSince = time.Time{}
 	}
-	r.mu.Unlock()
-	signal(r.slotFreed)
-	if err == nil && (r.spec.Serial || r.spec.limited()) {
-		// The jobs just settled held a serial key or counted against a
-		// limit: the jobs they held back can be claimed now.
-		signal(r.poke)
+	c.mu.Unlock()
+	if err != nil {
+		return
 	}
-	if err == nil && len(matched) < len(batch) {
-		r.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
+	c.settled(batch, matched)
+	if len(matched) < len(batch) {
+		c.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
 			"results", len(batch), "matched", len(matched))
 	}
-}
-
-// txAcked holds the jobs (keyed by their *skipjack.Job pointer) that
-// CompleteTx acknowledged, so the worker neither acknowledges them again nor
-// counts them as lost. The worker deletes each entry when the job's handler
-// returns.
-var txAcked sync.Map
-
-// ackedInTx reports whether CompleteTx acknowledged job, forgetting it when
-// forget is set.
-func ackedInTx(job any, forget bool) bool {
-	if forget {
-		_, ok := txAcked.LoadAndDelete(job)
-		return ok
-	}
-	_, ok := txAcked.Load(job)
-	return ok
 }
 
 // CompleteTx acknowledges job by running complete (the queue's fenced
@@ -293,6 +335,6 @@ func CompleteTx[T any](ctx context.Context, job *skipjack.Job[T], complete func(
 	if n == 0 {
 		return fmt.Errorf("complete job %d: %w", job.ID, skipjack.ErrLeaseLost)
 	}
-	txAcked.Store(job, struct{}{})
+	ackedInTx(job.ID, job)
 	return nil
 }
