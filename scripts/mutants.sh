@@ -61,6 +61,7 @@ mutants=(
   "prefetched-cancel-dropped :: skipjackimpl/heartbeat.go :: s/^\t\t\te.cancelled = true$/\t\t\t_ = e/ :: TestCancelPrefetched :: ."
   "rescue-ignores-liveness :: internal/testqueue/slow/internal/db/queries.sql.go :: s/AND (w.\"id\" IS NULL OR w.\"expires_at\" < now())// :: TestTableLockLongerThanLease|TestRowLockThenFastRescuer :: ."
   "ack-cancel-race-not-rechecked :: skipjackimpl/completer.go :: s/if err != nil || len(matched) == len(ids) {/if true {/ :: TestAckRacingCancel :: ."
+  "completetx-not-recorded :: skipjackimpl/completer.go :: s/^\tackedInTx(job.ID, job)$/\t_ = job/ :: TestCompleteTx$ :: ."
   "rescues-never-reset :: internal/testqueue/fast/internal/db/queries.sql.go :: s/\"rescues\" = CASE WHEN locked.outcome = 'release' THEN t.\"rescues\" ELSE 0 END,// :: TestSuspectCountResets :: ."
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
 )

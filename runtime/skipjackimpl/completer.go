@@ -31,7 +31,7 @@ type completer[T any] struct {
 	// settled hands a written batch back to the run: the jobs it matched
 	// are no longer held, the others lost their lease. It is not called
 	// for a batch whose statement failed; that batch is retried.
-	settled func(batch []*entry[T], matched []int64)
+	settled func(batch []*entry[T])
 	// due tells the run when the earliest job it retried or snoozed
 	// becomes due.
 	due   func(d time.Duration)
@@ -308,7 +308,7 @@ func (c *completer[T]) settle(list *[]*entry[T], batch []*entry[T], matched []in
 	if err != nil {
 		return
 	}
-	c.settled(batch, matched)
+	c.settled(batch)
 	if len(matched) < len(batch) {
 		c.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
 			"results", len(batch), "matched", len(matched))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -105,7 +106,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		hctx, cancel = context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
 	}
 	start := time.Now()
-	err := r.call(hctx, job)
+	err := call(hctx, r.w.handle, job, r.log)
 	took := time.Since(start)
 	ran := took // measured as the deadline is
 	if r.timeouts != nil {
@@ -149,17 +150,18 @@ func overran(err, cause error, took, timeout time.Duration) bool {
 	return err != nil || took >= timeout
 }
 
-// call runs the handler, turning a panic into an error.
-func (r *runner[T]) call(ctx context.Context, job *skipjack.Job[T]) (err error) {
+// call runs handle on job, turning a panic into an error, which it logs
+// to log with the stack.
+func call[T any](ctx context.Context, handle func(context.Context, *skipjack.Job[T]) error, job *skipjack.Job[T], log *slog.Logger) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			stack := debug.Stack()
-			r.log.Error("skipjack: handler panicked",
+			log.Error("skipjack: handler panicked",
 				"job_id", job.ID, "attempt", job.Attempt, "panic", fmt.Sprint(p), "stack", string(stack))
 			err = &skipjack.PanicError{Value: p, Stack: stack}
 		}
 	}()
-	return r.w.handle(ctx, job)
+	return handle(ctx, job)
 }
 
 // resolution turns a handler error into what happens to the job, by the

@@ -441,7 +441,7 @@ func (r *runner[T]) forget(e *entry[T]) {
 // no longer held, whether the statement matched them or their lease was
 // lost. It wakes the fetcher: capacity is free, and for a limited or
 // serial queue the jobs these held back can be claimed now.
-func (r *runner[T]) settled(batch []*entry[T], _ []int64) {
+func (r *runner[T]) settled(batch []*entry[T]) {
 	r.mu.Lock()
 	for _, e := range batch {
 		r.forget(e)
