@@ -36,18 +36,11 @@ import (
 // statement every Lease/3, until stop is closed.
 func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
 	interval := r.spec.Lease / 3
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	tick(stop, interval, func() {
 		if err := r.heartbeat(interval); err != nil {
 			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
-	}
+	})
 }
 
 // heartbeat runs one heartbeat. Jobs it no longer owns were taken from

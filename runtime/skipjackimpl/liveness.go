@@ -26,6 +26,15 @@ type liveness struct {
 // loop renews the run's row every Lease/3, until stop is closed.
 func (l *liveness) loop(stop <-chan struct{}) {
 	interval := l.lease / 3
+	tick(stop, interval, func() {
+		if err := l.renew(interval); err != nil {
+			l.log.Warn("skipjack: proving this worker alive failed; its jobs may be rescued if it keeps failing", "error", err)
+		}
+	})
+}
+
+// tick calls f every interval until stop is closed.
+func tick(stop <-chan struct{}, interval time.Duration, f func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -34,9 +43,7 @@ func (l *liveness) loop(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if err := l.renew(interval); err != nil {
-			l.log.Warn("skipjack: proving this worker alive failed; its jobs may be rescued if it keeps failing", "error", err)
-		}
+		f()
 	}
 }
 
