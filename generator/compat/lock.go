@@ -1,4 +1,4 @@
-package generator
+package compat
 
 import (
 	"bufio"
@@ -151,6 +151,12 @@ func (l *payloadLock) render() []byte {
 		writeFields(s.fields)
 	}
 	return b.Bytes()
+}
+
+// Lock returns the lock file that records cfg's payload shapes: its path,
+// slash-separated and relative to the config's folder, and its content.
+func Lock(cfg *config.Config) (string, []byte) {
+	return lockPath(cfg), lockOf(cfg).render()
 }
 
 // lockPath is the lock file's path, slash-separated and relative to the
