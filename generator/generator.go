@@ -2,18 +2,31 @@
 // generates: the migrations, the sqlc inputs and sqlc's Go code for each
 // queue, the typed queue packages and the shared package.
 //
-// The pipeline reads top to bottom: config (package config) -> model
-// (names, imports, types) -> render (packages templates, schema, queries)
-// -> sqlc -> format -> write or check. Generate is pure apart from reading
-// the module's go.mod, the Go packages of external payload types, the
-// existing migrations and running sqlc in a temporary folder: it returns the
-// files and touches nothing. Write and Check decide what to do with them.
+// Generate runs the pipeline in one direction. It calls the steps in this
+// order, and each step refers only to the steps above it and to the leaves:
+//
+//	config      package config: load and validate the YAML
+//	module      module.go: the import path of out, from the nearest go.mod
+//	compat      package compat: refuse payload changes that break queued jobs
+//	resolve     resolve.go: check external payload types with go/packages
+//	model       model.go: each live queue's table and queries, built once
+//	migrations  migrations.go: plan the migrations the model's state needs
+//	sqlc        sqlc.go, sqlcdoc.go: run sqlc once for all queues, document its code
+//	render      render.go, gotypes.go: the template models of the Go files
+//	format      format.go: gofmt every Go file
+//	write/check output.go: Write and Check, the only steps that touch out
+//
+// The leaves are files.go (the headers that mark a file as generated, File
+// and Output), diagnostics.go (positioned errors) and diff.go. Generate is
+// pure apart from reading the module's go.mod, the Go packages of external
+// payload types, the lock file, the existing migrations and running sqlc in
+// a temporary folder: it returns the files and touches nothing. Write and
+// Check decide what to do with them. QueueSQLs and Migrations give the
+// CLI's database commands the model's SQL and migrations without running
+// the rest.
 package generator
 
 import (
-	"bytes"
-	"fmt"
-	"go/format"
 	"go/token"
 	"path"
 	"path/filepath"
@@ -118,45 +131,6 @@ func checkCompat(cfg *config.Config, allow bool, diags *diagnostics) (config.Err
 		}
 	}
 	return allowed, nil
-}
-
-// gen holds the state of one Generate run.
-type gen struct {
-	cfg       *config.Config
-	out       string
-	outImport string
-	sharedPkg string
-	external  map[string]external
-	files     []File
-}
-
-func (g *gen) add(p string, data []byte) {
-	g.files = append(g.files, File{Path: p, Data: data})
-}
-
-// format gofmts every Go file; a template bug shows the offending source
-// with line numbers.
-func (g *gen) format() error {
-	for i, f := range g.files {
-		if !strings.HasSuffix(f.Path, ".go") {
-			continue
-		}
-		src, err := format.Source(f.Data)
-		if err != nil {
-			return fmt.Errorf("format generated %s: %v\n%s", f.Path, err, numbered(f.Data))
-		}
-		g.files[i].Data = src
-	}
-	return nil
-}
-
-// numbered returns src with line numbers, for error messages.
-func numbered(src []byte) string {
-	var b strings.Builder
-	for i, line := range bytes.Split(src, []byte("\n")) {
-		fmt.Fprintf(&b, "%4d  %s\n", i+1, line)
-	}
-	return b.String()
 }
 
 // locateOut finds the import path and package name of out.
