@@ -15,6 +15,7 @@ import (
 
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under ../golden")
@@ -54,7 +55,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build the skipjack CLI: %v\n%s", err, out)
 		return 1
 	}
-	sqlc = generator.SQLCRunner(exe)
+	sqlc = sqlcrun.Runner(exe)
 	if runtimeDir, err = filepath.Abs("../runtime"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -41,12 +41,6 @@ type migration struct {
 	Up      string // the up SQL
 }
 
-// state is what a migration records: the tables after it.
-type state struct {
-	Schema string         `json:"schema"`
-	Tables []schema.Table `json:"tables"`
-}
-
 // migrationPlan is the existing generated migrations plus the ones the
 // YAML needs now, if any.
 type migrationPlan struct {

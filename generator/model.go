@@ -1,20 +1,12 @@
 package generator
 
 import (
-	"path"
-	"strconv"
-	"strings"
-	"time"
+	"hash/fnv"
 
 	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/queries"
 	"github.com/skipjack-dev/skipjack/schema"
-	"github.com/skipjack-dev/skipjack/templates"
 )
-
-// runtimeImport is the import path of the runtime every generated package
-// links.
-const runtimeImport = "github.com/skipjack-dev/skipjack/runtime"
 
 // model is what every renderer reads, built once from the config by
 // buildModel: one queueModel per live queue, in file order, and the state
@@ -22,6 +14,13 @@ const runtimeImport = "github.com/skipjack-dev/skipjack/runtime"
 type model struct {
 	queues []queueModel
 	state  state
+}
+
+// state is the database a config describes: its schema and its queue
+// tables. Each generated migration records the state after it.
+type state struct {
+	Schema string         `json:"schema"`
+	Tables []schema.Table `json:"tables"`
 }
 
 // queueModel is one live queue: its config, its table and what its sqlc
@@ -85,214 +84,50 @@ var defaultStorageParams = []schema.Param{
 	{Name: "autovacuum_analyze_scale_factor", Value: "0.02"},
 }
 
-// queueFile builds the template model of a queue's queue.go.
-func (g *gen) queueFile(qm queueModel) templates.QueueFile {
-	q := qm.cfg
-	im := newImports(config.QueueIdentifiers...)
-	for _, s := range g.cfg.Types {
-		im.taken[s.Name] = true
+// queriesOf returns what the query file of q's table t depends on.
+func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
+	qq := queries.Queue{
+		Table:         t.QualifiedName(),
+		Priority:      q.Priority,
+		KeepCompleted: q.RetainCompleted > 0,
+		QueueLiteral:  schema.QuoteLiteral(q.Name),
+		Notify:        t.Notify,
+		Workers:       schema.Workers(t.Schema),
+		Queues:        schema.Queues(t.Schema),
+		Counts:        schema.Counts(t.Schema),
+		AdmitKey:      admitKey(t.QualifiedName()),
 	}
-	for _, p := range []string{"context", "time"} {
-		im.use(p, p)
+	if ch := t.Channel(); ch != "" {
+		qq.Channel = schema.QuoteLiteral(ch)
 	}
-	im.use("github.com/jackc/pgx/v5", "pgx")
-	im.use("github.com/jackc/pgx/v5/pgxpool", "pgxpool")
-	im.taken["skipjack"], im.taken["dbgen"] = true, true
-	im.useNamed(runtimeImport, "skipjack")
-	im.use(runtimeImport+"/skipjackimpl", "skipjackimpl")
-	im.useNamed(path.Join(g.outImport, q.Package, "internal/db"), "dbgen")
-	var schedules []string
-	for i, s := range q.Schedule {
-		payload, missed := strconv.Quote(s.PayloadJSON), strconv.Quote(s.Missed)
-		if s.Every > 0 {
-			schedules = append(schedules, "skipjackimpl.EverySchedule("+strconv.Itoa(i)+", "+durationExpr(s.Every)+", "+payload+", "+missed+")")
-			continue
-		}
-		cron := im.use("github.com/robfig/cron/v3", "cron")
-		if s.Timezone != "UTC" {
-			// The time zone must load in containers without a zoneinfo
-			// database too.
-			im.useNamed("time/tzdata", "_")
-		}
-		schedules = append(schedules, "skipjackimpl.CronSchedule("+strconv.Itoa(i)+", "+strconv.Quote(s.Cron)+", "+
-			strconv.Quote(s.Timezone)+", "+cron+".ParseStandard, "+payload+", "+missed+")")
+	if t.Serial != nil {
+		qq.SerialSame = t.Serial.SameKey("o", "c")
 	}
-
-	w := &typeWriter{im: im, external: g.external, sharedUsed: map[string]bool{}}
-	payload := templates.Struct{
-		Name:   "Payload",
-		Doc:    "Payload is the payload of one " + q.Name + " job.",
-		Fields: w.fields(q.Payload),
-	}
-	var aliases []templates.Alias
-	used := g.sharedClosure(w.sharedUsed)
-	if len(used) > 0 {
-		shared := im.use(g.outImport, g.sharedPkg)
-		for _, s := range g.cfg.Types {
-			if used[s.Name] {
-				aliases = append(aliases, templates.Alias{Name: s.Name, Target: shared + "." + s.Name})
-			}
-		}
-	}
-	std, other := im.split()
-	t := qm.table
-	return templates.QueueFile{
-		Package:      q.Package,
-		Queue:        q.Name,
-		Table:        t.QualifiedName(),
-		StdImports:   std,
-		OtherImports: other,
-		Payload:      payload,
-		Aliases:      aliases,
-		Settings: settingLines(
-			[]setting{{"Name", "Name"}, {"Channel", strconv.Quote(t.Channel())}, {"MaxAttempts", strconv.Itoa(q.MaxAttempts)}, {"Priority", strconv.FormatBool(q.Priority)}},
-			[]setting{{"BackoffMin", durationExpr(q.BackoffMin)}, {"BackoffMax", durationExpr(q.BackoffMax)}, {"Timeout", durationExpr(q.Timeout)}, {"Lease", durationExpr(q.Lease)}},
-			[]setting{{"RetainCompleted", durationExpr(q.RetainCompleted)}, {"RetainFailed", durationExpr(q.RetainFailed)}, {"Unique", strconv.FormatBool(q.Unique != nil)}, {"MaxPayloadBytes", strconv.Itoa(q.MaxPayloadBytes)}},
-			limitSettings(q),
-			uniqueSettings(q),
-		),
-		Unique:    q.Unique != nil,
-		Schedules: schedules,
-	}
-}
-
-// limitSettings returns the Spec fields of q's limits and serial key.
-func limitSettings(q *config.Queue) []setting {
-	out := []setting{{"Serial", strconv.FormatBool(q.Serial != nil)}}
 	if l := q.Limits; l != nil {
-		out = append(out, setting{"LimitConcurrency", strconv.Itoa(l.Concurrency)})
+		qq.Concurrency = l.Concurrency
 		if l.Rate != nil {
-			out = append(out, setting{"RateCount", strconv.Itoa(l.Rate.Count)}, setting{"RatePer", durationExpr(l.Rate.Per)})
+			qq.RateCount = l.Rate.Count
+			qq.RateSlotMillis = l.Rate.Per.Milliseconds() / 100
 		}
 	}
-	return out
+	if t.Unique != nil {
+		qq.Unique = true
+		qq.UniqueMatch = t.Unique.KeyMatch("sqlc.arg(payload)::text::jsonb")
+		qq.UniqueHeld = t.Unique.KeyMatch(`t."payload"`)
+		qq.UniqueSame = t.Unique.SameKey(`o."payload"`, `t."payload"`)
+	}
+	if t.Scheduled {
+		qq.Scheduled = true
+		qq.Slots = schema.QuoteIdent(t.Schema) + "." + schema.QuoteIdent(schema.SlotsTable)
+	}
+	return qq
 }
 
-// uniqueSettings returns the Spec fields that name q's unique key fields
-// and states, with which a List filtered by payload finds the jobs of a key
-// through the unique index.
-func uniqueSettings(q *config.Queue) []setting {
-	if q.Unique == nil || len(q.Unique.By) == 0 {
-		return nil
-	}
-	return []setting{{"UniqueKeys", stringsExpr(q.Unique.By)}, {"UniqueStates", stringsExpr(q.Unique.States)}}
-}
-
-// stringsExpr writes ss as a Go []string literal.
-func stringsExpr(ss []string) string {
-	quoted := make([]string, len(ss))
-	for i, s := range ss {
-		quoted[i] = strconv.Quote(s)
-	}
-	return "[]string{" + strings.Join(quoted, ", ") + "}"
-}
-
-// setting is one field of a queue's Spec literal: its name and its value as
-// a Go expression.
-type setting struct{ name, value string }
-
-// settingLines returns one line of "Name: value," pairs per group, leaving
-// out zero values (the runtime's QueueSpec documents what zero means) and
-// groups left empty.
-func settingLines(groups ...[]setting) []string {
-	var lines []string
-	for _, g := range groups {
-		var parts []string
-		for _, s := range g {
-			if s.value != `""` && s.value != "0" && s.value != "false" {
-				parts = append(parts, s.name+": "+s.value+",")
-			}
-		}
-		if len(parts) > 0 {
-			lines = append(lines, strings.Join(parts, " "))
-		}
-	}
-	return lines
-}
-
-// sharedClosure returns the shared structs named in direct, plus every
-// shared struct those use, transitively.
-func (g *gen) sharedClosure(direct map[string]bool) map[string]bool {
-	byName := map[string]config.Struct{}
-	for _, s := range g.cfg.Types {
-		byName[s.Name] = s
-	}
-	seen := map[string]bool{}
-	var visit func(name string)
-	visit = func(name string) {
-		if seen[name] {
-			return
-		}
-		seen[name] = true
-		for _, f := range byName[name].Fields {
-			for t := f.Type; t != nil; t = t.Elem {
-				if t.Kind == config.KindShared {
-					visit(t.Name)
-				}
-			}
-		}
-	}
-	for name := range direct {
-		visit(name)
-	}
-	return seen
-}
-
-// typesFile builds the model of the shared package's types.go.
-func (g *gen) typesFile() templates.TypesFile {
-	ids := []string{g.sharedPkg, "Migrate", "migrations"}
-	for _, s := range g.cfg.Types {
-		ids = append(ids, s.Name)
-	}
-	w := &typeWriter{im: newImports(ids...), external: g.external}
-	structs := make([]templates.Struct, len(g.cfg.Types))
-	for i, s := range g.cfg.Types {
-		structs[i] = templates.Struct{
-			Name:   s.Name,
-			Doc:    s.Name + " is a payload type shared by the queues of " + g.cfg.Name + ", declared under types: in skipjack.yaml.",
-			Fields: w.fields(s.Fields),
-		}
-	}
-	std, other := w.im.split()
-	return templates.TypesFile{Package: g.sharedPkg, StdImports: std, OtherImports: other, Structs: structs}
-}
-
-// migrateFile builds the model of the shared package's migrate.go.
-func (g *gen) migrateFile(plan *migrationPlan) templates.MigrateFile {
-	f := templates.MigrateFile{Package: g.sharedPkg, Config: g.cfg.Name, Schema: g.cfg.Schema}
-	for _, m := range plan.all {
-		f.Migrations = append(f.Migrations, templates.Migration{Version: m.Version, Name: m.Name, Up: goString(m.Up)})
-	}
-	return f
-}
-
-// goString returns s as a Go string literal, raw when it can be.
-func goString(s string) string {
-	if !strings.Contains(s, "`") && !strings.Contains(s, "\r") {
-		return "`" + s + "`"
-	}
-	return strconv.Quote(s)
-}
-
-// durationExpr returns d as a readable Go expression of package time.
-func durationExpr(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	units := []struct {
-		d    time.Duration
-		name string
-	}{
-		{time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"},
-		{time.Millisecond, "time.Millisecond"}, {time.Microsecond, "time.Microsecond"},
-	}
-	for _, u := range units {
-		if d%u.d == 0 {
-			if d == u.d {
-				return u.name
-			}
-			return strconv.FormatInt(int64(d/u.d), 10) + " * " + u.name
-		}
-	}
-	return strconv.FormatInt(int64(d), 10)
+// admitKey returns the advisory lock key under which the limited claims of
+// the queue table named table take turns: a 64-bit FNV-1a hash of
+// "skipjack:claim:" and the name, the scheme skipjack migrate's locks use.
+func admitKey(table string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("skipjack:claim:" + table))
+	return int64(h.Sum64())
 }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+
+	"github.com/skipjack-dev/skipjack/internal/gomod"
 )
 
 // Problem is one way the files on disk differ from what the YAML generates.
@@ -164,10 +166,8 @@ func staleFiles(dir string, out *Output) ([]string, error) {
 			if p == migrations {
 				return filepath.SkipDir
 			}
-			if p != root {
-				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir
-				}
+			if p != root && gomod.IsRoot(p) {
+				return filepath.SkipDir
 			}
 			return nil
 		}

@@ -3,7 +3,6 @@ package generator
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/queries"
 	"github.com/skipjack-dev/skipjack/schema"
 )
@@ -29,54 +27,6 @@ const sqlcOverrides = `        overrides:
           - {db_type: pg_catalog.interval, nullable: true, go_type: {type: time.Duration, pointer: true}}
           - {db_type: text, nullable: true, go_type: {type: string, pointer: true}}
 `
-
-// queriesOf returns what the query file of q's table t depends on.
-func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
-	qq := queries.Queue{
-		Table:         t.QualifiedName(),
-		Priority:      q.Priority,
-		KeepCompleted: q.RetainCompleted > 0,
-		QueueLiteral:  schema.QuoteLiteral(q.Name),
-		Notify:        t.Notify,
-		Workers:       schema.Workers(t.Schema),
-		Queues:        schema.Queues(t.Schema),
-		Counts:        schema.Counts(t.Schema),
-		AdmitKey:      admitKey(t.QualifiedName()),
-	}
-	if ch := t.Channel(); ch != "" {
-		qq.Channel = schema.QuoteLiteral(ch)
-	}
-	if t.Serial != nil {
-		qq.SerialSame = t.Serial.SameKey("o", "c")
-	}
-	if l := q.Limits; l != nil {
-		qq.Concurrency = l.Concurrency
-		if l.Rate != nil {
-			qq.RateCount = l.Rate.Count
-			qq.RateSlotMillis = l.Rate.Per.Milliseconds() / 100
-		}
-	}
-	if t.Unique != nil {
-		qq.Unique = true
-		qq.UniqueMatch = t.Unique.KeyMatch("sqlc.arg(payload)::text::jsonb")
-		qq.UniqueHeld = t.Unique.KeyMatch(`t."payload"`)
-		qq.UniqueSame = t.Unique.SameKey(`o."payload"`, `t."payload"`)
-	}
-	if t.Scheduled {
-		qq.Scheduled = true
-		qq.Slots = schema.QuoteIdent(t.Schema) + "." + schema.QuoteIdent(schema.SlotsTable)
-	}
-	return qq
-}
-
-// admitKey returns the advisory lock key under which the limited claims of
-// the queue table named table take turns: a 64-bit FNV-1a hash of
-// "skipjack:claim:" and the name, the scheme skipjack migrate's locks use.
-func admitKey(table string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("skipjack:claim:" + table))
-	return int64(h.Sum64())
-}
 
 // runSQLC writes the sqlc inputs of every live queue to a temporary folder,
 // runs sqlc once for all of them and returns its inputs and outputs as files

@@ -28,17 +28,17 @@ package main
 import (
 	"os"
 
-	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
+	"github.com/skipjack-dev/skipjack/generator/sqlcrun/sqlcchild"
 )
 
 func main() {
-	if code, ok := sqlcrun.Main(); ok {
+	if code, ok := sqlcchild.Main(); ok {
 		os.Exit(code)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
 	}
-	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: generator.SQLCRunner(exe)}))
+	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: sqlcrun.Runner(exe)}))
 }

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/skipjack-dev/skipjack/internal/gomod"
 )
 
 // runtimeModule is the module every generated package imports.
@@ -17,33 +18,25 @@ const runtimeModule = "github.com/skipjack-dev/skipjack/runtime"
 // says which go get to run, instead of leaving the user with the go
 // command's "no required module provides package".
 func requireRuntime(dir string) error {
-	for d := dir; ; d = filepath.Dir(d) {
-		name := filepath.Join(d, "go.mod")
-		data, err := os.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) {
-			if filepath.Dir(d) == d {
-				return fmt.Errorf("no go.mod at or above %s", dir)
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read go.mod: %w", err)
-		}
-		f, err := modfile.ParseLax(name, data, nil)
-		if err != nil {
-			return fmt.Errorf("read go.mod: %w", err)
-		}
-		if f.Module != nil && f.Module.Mod.Path == runtimeModule {
-			return nil // the runtime's own test queues
-		}
-		for _, r := range f.Require {
-			if r.Mod.Path == runtimeModule {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s does not require %s, which the generated code imports; run: %s",
-			relToWD(name), runtimeModule, goGetRuntime(d))
+	root, data, err := gomod.Find(dir)
+	if err != nil {
+		return err
 	}
+	name := filepath.Join(root, "go.mod")
+	f, err := modfile.ParseLax(name, data, nil)
+	if err != nil {
+		return fmt.Errorf("read go.mod: %w", err)
+	}
+	if f.Module != nil && f.Module.Mod.Path == runtimeModule {
+		return nil // the runtime's own test queues
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == runtimeModule {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s does not require %s, which the generated code imports; run: %s",
+		relToWD(name), runtimeModule, goGetRuntime(root))
 }
 
 // goGetRuntime is the command that adds the runtime requirement to the

@@ -9,15 +9,15 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
+	"github.com/skipjack-dev/skipjack/generator/sqlcrun/sqlcchild"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 )
 
 // TestMain makes the test binary act as sqlc when the generator starts it
 // as a child, and as the skipjack command inside scripts.
 func TestMain(m *testing.M) {
-	if code, ok := sqlcrun.Main(); ok {
+	if code, ok := sqlcchild.Main(); ok {
 		os.Exit(code)
 	}
 	testscript.Main(stopCluster{m}, map[string]func(){
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				exe = os.Args[0]
 			}
-			os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: generator.SQLCRunner(exe)}))
+			os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, sqlc: sqlcrun.Runner(exe)}))
 		},
 	})
 }

@@ -102,7 +102,7 @@ func (p *payloadEncoder) value(n *yaml.Node, t *TypeExpr, path string, b *string
 		return false
 	}
 	if isNull(n) {
-		if nilable(t) {
+		if t.Nilable() {
 			b.WriteString("null")
 			return true
 		}
@@ -166,15 +166,6 @@ func (p *payloadEncoder) value(n *yaml.Node, t *TypeExpr, path string, b *string
 		return false
 	}
 	return p.builtin(n, t, path, b)
-}
-
-// nilable reports whether JSON null is a value of t (it decodes to nil).
-func nilable(t *TypeExpr) bool {
-	switch t.Kind {
-	case KindPointer, KindSlice, KindMap:
-		return true
-	}
-	return t.Kind == KindBuiltin && (t.Name == "[]byte" || t.Name == "json.RawMessage")
 }
 
 // mismatch reports a value of the wrong form.

@@ -75,6 +75,16 @@ func (t *TypeExpr) String() string {
 	return t.Name
 }
 
+// Nilable reports whether JSON null is a value of t: it decodes to nil, so
+// a job without the field is told apart from one that sets it.
+func (t *TypeExpr) Nilable() bool {
+	switch t.Kind {
+	case KindPointer, KindSlice, KindMap:
+		return true
+	}
+	return t.Kind == KindBuiltin && (t.Name == "[]byte" || t.Name == "json.RawMessage")
+}
+
 // typeScope resolves the names a type expression may use.
 type typeScope struct {
 	// shared holds the names declared in types:.

@@ -1,4 +1,4 @@
-package generator
+package compat
 
 import (
 	"bufio"
@@ -16,10 +16,10 @@ import (
 
 // LockFile is the name of the file, in the out folder, that records the
 // payload shapes of the queues as the last generate left them: what jobs
-// already queued may hold. Generate compares the YAML with it and refuses
-// changes that would break those jobs. It is committed with the generated
-// code, and rewritten by every generate (the migrations folder, whose
-// files are never rewritten, does not hold it).
+// already queued may hold. Breaking compares the YAML with it, and the
+// generator refuses changes that would break those jobs. It is committed
+// with the generated code, and rewritten by every generate (the migrations
+// folder, whose files are never rewritten, does not hold it).
 const LockFile = "skipjack.lock"
 
 // lockHeader is line 1 of the lock file.
@@ -151,6 +151,12 @@ func (l *payloadLock) render() []byte {
 		writeFields(s.fields)
 	}
 	return b.Bytes()
+}
+
+// Lock returns the lock file that records cfg's payload shapes: its path,
+// slash-separated and relative to the config's folder, and its content.
+func Lock(cfg *config.Config) (string, []byte) {
+	return lockPath(cfg), lockOf(cfg).render()
 }
 
 // lockPath is the lock file's path, slash-separated and relative to the

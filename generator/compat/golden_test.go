@@ -1,4 +1,4 @@
-package generator
+package compat_test
 
 import (
 	"bytes"
@@ -10,15 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skipjack-dev/skipjack/generator"
+	"github.com/skipjack-dev/skipjack/generator/compat"
 	"github.com/skipjack-dev/skipjack/generator/config"
 )
 
-// updating reports whether the test binary runs with -update (the flag is
-// declared by the golden tests of package generator_test).
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
+var update = flag.Bool("update", false, "rewrite the golden files under ../../golden/breaking")
 
 // TestGoldenBreaking runs every golden/breaking/NAME case: NAME.before.yaml
 // is the config the last generate saw (its lock is written as generate
@@ -28,7 +25,7 @@ func updating() bool {
 // changes as allowed.
 func TestGoldenBreaking(t *testing.T) {
 	t.Parallel()
-	befores, err := filepath.Glob("../golden/breaking/*.before.yaml")
+	befores, err := filepath.Glob("../../golden/breaking/*.before.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +42,7 @@ func TestGoldenBreaking(t *testing.T) {
 				t.Fatalf("load the edited config: %v", err)
 			}
 			errSQLC := errors.New("sqlc ran")
-			_, err = Generate(cfg, Options{SQLC: func(string) error { return errSQLC }})
+			_, err = generator.Generate(cfg, generator.Options{SQLC: func(string) error { return errSQLC }})
 			var ce config.Errors
 			if !errors.As(err, &ce) {
 				t.Fatalf("Generate = %v, want config.Errors", err)
@@ -60,7 +57,7 @@ func TestGoldenBreaking(t *testing.T) {
 
 			// With AllowBreaking the same changes pass: generation goes
 			// on to sqlc.
-			_, err = Generate(cfg, Options{SQLC: func(string) error { return errSQLC }, AllowBreaking: true})
+			_, err = generator.Generate(cfg, generator.Options{SQLC: func(string) error { return errSQLC }, AllowBreaking: true})
 			if err == nil || !strings.Contains(err.Error(), errSQLC.Error()) {
 				t.Errorf("Generate with AllowBreaking = %v, want it to reach sqlc", err)
 			}
@@ -81,10 +78,11 @@ func breakingCase(t *testing.T, before, after string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lockPath, lock := compat.Lock(old)
 	files := map[string][]byte{
-		"go.mod":                          []byte("module example.com/golden/breaking\n\ngo 1.26\n"),
-		"skipjack.yaml":                   data,
-		filepath.FromSlash(lockPath(old)): lockOf(old).render(),
+		"go.mod":                     []byte("module example.com/golden/breaking\n\ngo 1.26\n"),
+		"skipjack.yaml":              data,
+		filepath.FromSlash(lockPath): lock,
 	}
 	for name, data := range files {
 		full := filepath.Join(dir, name)
@@ -102,7 +100,7 @@ func breakingCase(t *testing.T, before, after string) string {
 // with -update.
 func compareBreakingGolden(t *testing.T, golden string, got []byte) {
 	t.Helper()
-	if updating() {
+	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +108,7 @@ func compareBreakingGolden(t *testing.T, golden string, got []byte) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./generator -run TestGoldenBreaking -update to create it)", err)
+		t.Fatalf("%v (run go test ./generator/compat -run TestGoldenBreaking -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("diagnostics differ from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
@@ -132,7 +130,7 @@ func TestCompatLockFile(t *testing.T) {
 		{name: "no lock", want: errSQLC.Error()},
 		{
 			name: "unreadable lock",
-			lock: map[string]string{"jobs/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int64 maybe\n"},
+			lock: map[string]string{"jobs/skipjack.lock": compat.LockHeader + "\nqueue ping\n\tfield n int64 maybe\n"},
 			want: `jobs/skipjack.lock: line 3: unreadable line "\tfield n int64 maybe" (the file is generated: restore it from version control, or delete it to start over from the YAML)`,
 		},
 		{
@@ -142,17 +140,17 @@ func TestCompatLockFile(t *testing.T) {
 		},
 		{
 			name: "matching lock",
-			lock: map[string]string{"jobs/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int64\n"},
+			lock: map[string]string{"jobs/skipjack.lock": compat.LockHeader + "\nqueue ping\n\tfield n int64\n"},
 			want: errSQLC.Error(),
 		},
 		{
 			name: "breaking against the lock",
-			lock: map[string]string{"jobs/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int32\n"},
+			lock: map[string]string{"jobs/skipjack.lock": compat.LockHeader + "\nqueue ping\n\tfield n int32\n"},
 			want: `skipjack.yaml:5:18: breaking change: field "n" of queue "ping" changed type from int32 to int64`,
 		},
 		{
 			name: "a lock elsewhere is not this config's",
-			lock: map[string]string{"migrations/skipjack.lock": lockHeader + "\nqueue ping\n\tfield n int32\n"},
+			lock: map[string]string{"migrations/skipjack.lock": compat.LockHeader + "\nqueue ping\n\tfield n int32\n"},
 			want: errSQLC.Error(),
 		},
 	}
@@ -177,7 +175,7 @@ func TestCompatLockFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Generate(cfg, Options{SQLC: func(string) error { return errSQLC }})
+			_, err = generator.Generate(cfg, generator.Options{SQLC: func(string) error { return errSQLC }})
 			if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), cfg.Path, "skipjack.yaml"), tt.want) {
 				t.Errorf("Generate = %v, want an error containing %q", err, tt.want)
 			}

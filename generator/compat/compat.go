@@ -1,16 +1,7 @@
-package generator
-
-import (
-	"cmp"
-	"fmt"
-	"slices"
-	"strings"
-
-	"github.com/skipjack-dev/skipjack/generator/config"
-)
-
-// This file decides which YAML changes break jobs already queued. Jobs
-// enqueued by one version of a service are worked by the next during a
+// Package compat decides which YAML changes break jobs already queued, and
+// keeps the lock file that records what those jobs may hold.
+//
+// Jobs enqueued by one version of a service are worked by the next during a
 // rolling deploy, and by the previous one again after a rollback, so a
 // payload must keep decoding both ways. encoding/json ignores unknown keys
 // and leaves missing fields at their zero value, which makes these changes
@@ -27,12 +18,37 @@ import (
 //
 // Adding a pointer, slice, map, []byte or json.RawMessage field is safe: a
 // job without it decodes it as nil, which the field can already hold.
+//
+// The generator calls Breaking before it renders anything and writes the
+// file Lock returns with the generated code.
+package compat
 
-// breakingChange is one change of the YAML that would break jobs already
-// queued.
-type breakingChange struct {
-	pos config.Pos
-	msg string
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/skipjack-dev/skipjack/generator/config"
+)
+
+// Change is one change of the YAML that would break jobs already queued.
+type Change struct {
+	// Pos is where the change is written in the YAML file.
+	Pos config.Pos
+	// Msg says what changed and why it breaks jobs already queued.
+	Msg string
+}
+
+// Breaking reads cfg's lock file and returns every change of cfg against
+// it that would break jobs already queued, sorted by position. Before the
+// first generate there is no lock file, and nothing breaks.
+func Breaking(cfg *config.Config) ([]Change, error) {
+	old, err := readLock(cfg)
+	if err != nil || old == nil {
+		return nil, err
+	}
+	return breakingChanges(cfg, old), nil
 }
 
 // shapeField is a payload or struct field on either side of a comparison.
@@ -44,8 +60,8 @@ type shapeField struct {
 	pos config.Pos
 }
 
-// compat compares the YAML with the lock of the last generate.
-type compat struct {
+// comparison compares the YAML with the lock of the last generate.
+type comparison struct {
 	cfg *config.Config
 	// old and cur are the lock as recorded and as the YAML would write it.
 	old, cur *payloadLock
@@ -54,13 +70,13 @@ type compat struct {
 	curStructs map[string][]shapeField
 	// structPos is where each shared struct of the YAML is written.
 	structPos map[string]config.Pos
-	changes   []breakingChange
+	changes   []Change
 }
 
 // breakingChanges returns every change of cfg against the recorded lock
 // old that would break jobs already queued, sorted by position.
-func breakingChanges(cfg *config.Config, old *payloadLock) []breakingChange {
-	c := &compat{
+func breakingChanges(cfg *config.Config, old *payloadLock) []Change {
+	c := &comparison{
 		cfg:        cfg,
 		old:        old,
 		cur:        lockOf(cfg),
@@ -77,8 +93,8 @@ func breakingChanges(cfg *config.Config, old *payloadLock) []breakingChange {
 		c.structPos[s.Name] = s.Pos
 	}
 	c.compare()
-	slices.SortStableFunc(c.changes, func(a, b breakingChange) int {
-		return cmp.Or(cmp.Compare(a.pos.Line, b.pos.Line), cmp.Compare(a.pos.Col, b.pos.Col))
+	slices.SortStableFunc(c.changes, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
 	})
 	return c.changes
 }
@@ -107,12 +123,12 @@ func configShape(fields []config.Field) []shapeField {
 }
 
 // add records a breaking change.
-func (c *compat) add(pos config.Pos, format string, args ...any) {
-	c.changes = append(c.changes, breakingChange{pos: pos, msg: fmt.Sprintf(format, args...)})
+func (c *comparison) add(pos config.Pos, format string, args ...any) {
+	c.changes = append(c.changes, Change{Pos: pos, Msg: fmt.Sprintf(format, args...)})
 }
 
 // compare finds every breaking change.
-func (c *compat) compare() {
+func (c *comparison) compare() {
 	queues := map[string]*config.Queue{}
 	for i := range c.cfg.Queues {
 		queues[c.cfg.Queues[i].Name] = &c.cfg.Queues[i]
@@ -147,7 +163,7 @@ func (c *compat) compare() {
 }
 
 // oldNames are the shared structs the lock records.
-func (c *compat) oldNames() []string {
+func (c *comparison) oldNames() []string {
 	names := make([]string, len(c.old.types))
 	for i, s := range c.old.types {
 		names[i] = s.name
@@ -158,10 +174,10 @@ func (c *compat) oldNames() []string {
 // compareFields compares the fields of one payload or struct (owner names
 // it in messages; removals are reported at at). seen holds the pairs of
 // differently named structs being compared, which ends recursion.
-func (c *compat) compareFields(owner string, at config.Pos, old, cur []shapeField, seen map[[2]string]bool) []breakingChange {
-	var out []breakingChange
+func (c *comparison) compareFields(owner string, at config.Pos, old, cur []shapeField, seen map[[2]string]bool) []Change {
+	var out []Change
 	add := func(pos config.Pos, format string, args ...any) {
-		out = append(out, breakingChange{pos: pos, msg: fmt.Sprintf(format, args...)})
+		out = append(out, Change{Pos: pos, Msg: fmt.Sprintf(format, args...)})
 	}
 	oldByKey := map[string]shapeField{}
 	for _, f := range old {
@@ -196,7 +212,7 @@ func (c *compat) compareFields(owner string, at config.Pos, old, cur []shapeFiel
 		add(at, "field %q of %s was removed, but jobs already queued carry it; keep it, marked deprecated: true, until the queue has drained", of.key, owner)
 	}
 	for _, nf := range cur {
-		if _, existed := oldByKey[nf.key]; existed || renamedTo[nf.key] || nilable(nf.typ) {
+		if _, existed := oldByKey[nf.key]; existed || renamedTo[nf.key] || nf.typ.Nilable() {
 			continue
 		}
 		add(nf.pos, "field %q of %s is new and required: jobs already queued lack it and would decode it as its zero value; make it optional (\"*%s\")", nf.key, owner, nf.typ)
@@ -204,19 +220,9 @@ func (c *compat) compareFields(owner string, at config.Pos, old, cur []shapeFiel
 	return out
 }
 
-// nilable reports whether a missing value of type t decodes as nil, so
-// that a job without the field is told apart from one that sets it.
-func nilable(t *config.TypeExpr) bool {
-	switch t.Kind {
-	case config.KindPointer, config.KindSlice, config.KindMap:
-		return true
-	}
-	return t.Kind == config.KindBuiltin && (t.Name == "[]byte" || t.Name == "json.RawMessage")
-}
-
 // diffType says why a value encoded as old may not decode as cur, or
 // returns "" when it always does (both ways).
-func (c *compat) diffType(old, cur *config.TypeExpr, seen map[[2]string]bool) string {
+func (c *comparison) diffType(old, cur *config.TypeExpr, seen map[[2]string]bool) string {
 	switch {
 	case old.Kind == config.KindPointer && cur.Kind != config.KindPointer:
 		if c.diffType(old.Elem, cur, seen) == "" {
@@ -248,7 +254,7 @@ func (c *compat) diffType(old, cur *config.TypeExpr, seen map[[2]string]bool) st
 		seen[key] = true
 		changes := c.compareFields(fmt.Sprintf("type %q", cur.Name), config.Pos{}, c.oldStructs[old.Name], c.curStructs[cur.Name], seen)
 		if len(changes) > 0 {
-			return fmt.Sprintf("%s and %s differ: %s", old.Name, cur.Name, changes[0].msg)
+			return fmt.Sprintf("%s and %s differ: %s", old.Name, cur.Name, changes[0].Msg)
 		}
 	case config.KindBuiltin:
 		switch {
@@ -270,7 +276,7 @@ func isInteger(name string) bool {
 }
 
 // compareUnique compares a queue's unique key with the recorded one.
-func (c *compat) compareUnique(oq lockQueue, q *config.Queue) {
+func (c *comparison) compareUnique(oq lockQueue, q *config.Queue) {
 	o, n := oq.unique, q.Unique
 	if n == nil {
 		return // dropping a unique key breaks no job
@@ -363,22 +369,4 @@ func spellShape(t *config.TypeExpr) string {
 		return "struct"
 	}
 	return t.String()
-}
-
-// checkCompat compares cfg with its lock file. Without allow it reports
-// every breaking change to diags; with it, it returns them.
-func checkCompat(cfg *config.Config, allow bool, diags *diagnostics) (config.Errors, error) {
-	old, err := readLock(cfg)
-	if err != nil || old == nil {
-		return nil, err
-	}
-	var allowed config.Errors
-	for _, ch := range breakingChanges(cfg, old) {
-		if allow {
-			allowed = append(allowed, config.Error{File: cfg.Path, Line: ch.pos.Line, Col: ch.pos.Col, Msg: "allowed breaking change: " + ch.msg})
-		} else {
-			diags.add(ch.pos, "breaking change: "+ch.msg+" (or pass --allow-breaking)")
-		}
-	}
-	return allowed, nil
 }

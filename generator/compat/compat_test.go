@@ -1,4 +1,4 @@
-package generator
+package compat
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func breakingOf(t *testing.T, before, after string) []string {
 	}
 	var got []string
 	for _, ch := range breakingChanges(cur, lock) {
-		got = append(got, fmt.Sprintf("%d:%d: %s", ch.pos.Line, ch.pos.Col, ch.msg))
+		got = append(got, fmt.Sprintf("%d:%d: %s", ch.Pos.Line, ch.Pos.Col, ch.Msg))
 	}
 	return got
 }
@@ -383,7 +383,7 @@ func TestParseLockErrors(t *testing.T) {
 // change between a config and its own lock.
 func TestLockOfGoldenInputs(t *testing.T) {
 	t.Parallel()
-	inputs, err := filepath.Glob("../golden/*/*.yaml")
+	inputs, err := filepath.Glob("../../golden/*/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestLockOfGoldenInputs(t *testing.T) {
 			t.Errorf("%s: the lock does not survive a round trip:\n%s\nbecame\n%s", input, rendered, again)
 		}
 		for _, ch := range breakingChanges(cfg, lock) {
-			t.Errorf("%s:%d:%d: breaking change against its own lock: %s", input, ch.pos.Line, ch.pos.Col, ch.msg)
+			t.Errorf("%s:%d:%d: breaking change against its own lock: %s", input, ch.Pos.Line, ch.Pos.Col, ch.Msg)
 		}
 	}
 	if valid < 5 {
