@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -245,7 +247,36 @@ func runChild(ctx context.Context, o options) error {
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	err = q.work(ctx, func(int64) {})
+	// Report the jobs handled every few milliseconds ("handled N"), so
+	// that the parent need not poll the database for the end of the
+	// burn-down (its count of unfinished rows walks the claim index's dead
+	// entries and would be charged to the systems).
+	var handled atomic.Int64
+	var outMu sync.Mutex
+	reportDone := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		var last int64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-reportDone:
+				return
+			case <-t.C:
+				if n := handled.Load(); n != last {
+					last = n
+					outMu.Lock()
+					fmt.Printf("handled %d\n", n)
+					outMu.Unlock()
+				}
+			}
+		}
+	}()
+	err = q.work(ctx, func(int64) { handled.Add(1) })
+	close(reportDone)
+	<-reported
 	// The parent reads one more line after closing stdin: what the
 	// claims of this process asked for and got (zeros for systems that
 	// do not report them).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -192,6 +193,10 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 
 	var children []*benchChild
 	exited := make(chan error, n)
+	// Each child prints "handled N" as it goes and "claims <calls> <asked>
+	// <got>" when it stops.
+	handled := make([]atomic.Int64, n)
+	final := make(chan [3]int64, n)
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -201,17 +206,13 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		for _, c := range children {
 			_ = c.stdin.Close()
 		}
-		for _, c := range children {
-			// The last line: "claims <calls> <asked> <got>".
-			line, _ := c.out.ReadString('\n')
-			f := strings.Fields(line)
-			if len(f) == 4 && f[0] == "claims" {
-				calls, _ := strconv.ParseInt(f[1], 10, 64)
-				asked, _ := strconv.ParseInt(f[2], 10, 64)
-				got, _ := strconv.ParseInt(f[3], 10, 64)
-				res.claims += calls
-				res.asked += asked
-				res.got += got
+		for range children {
+			select {
+			case f := <-final:
+				res.claims += f[0]
+				res.asked += f[1]
+				res.got += f[2]
+			case <-time.After(time.Minute):
 			}
 		}
 		for range children {
@@ -233,6 +234,27 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		}
 		children = append(children, c)
 		readyErr := c.awaitReady()
+		i := len(children) - 1
+		go func() {
+			for {
+				line, err := c.out.ReadString('\n')
+				f := strings.Fields(line)
+				switch {
+				case len(f) == 2 && f[0] == "handled":
+					v, _ := strconv.ParseInt(f[1], 10, 64)
+					handled[i].Store(v)
+				case len(f) == 4 && f[0] == "claims":
+					var x [3]int64
+					for j := range x {
+						x[j], _ = strconv.ParseInt(f[j+1], 10, 64)
+					}
+					final <- x
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
 		go func() {
 			err := c.cmd.Wait()
 			if err == nil {
@@ -261,7 +283,13 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 			return res, fmt.Errorf("start child: %w", err)
 		}
 	}
-	took, err := waitFinished(ctx, q, nil, start, b.burnTimeout(s), exited)
+	took, err := waitFinished(ctx, q, func() bool {
+		var sum int64
+		for i := range handled {
+			sum += handled[i].Load()
+		}
+		return sum >= int64(b.o.jobs)
+	}, start, b.burnTimeout(s), exited)
 	if err != nil {
 		return res, err
 	}
