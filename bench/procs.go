@@ -325,7 +325,7 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 			return res, fmt.Errorf("read pg_stat_statements: %w", err)
 		}
 		// The statements that cost the most, for the raw output.
-		rows, err := b.a.conn.Query(ctx, `SELECT calls, rows, shared_blks_hit + shared_blks_read, total_exec_time,
+		rows, err := b.a.conn.Query(ctx, `SELECT calls, rows, shared_blks_hit + shared_blks_read, wal_records, total_exec_time,
 			regexp_replace(left(query, 400), '\s+', ' ', 'g')
 			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
 			ORDER BY total_exec_time DESC LIMIT 6`, db)
@@ -333,14 +333,14 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 			return res, fmt.Errorf("read pg_stat_statements: %w", err)
 		}
 		for rows.Next() {
-			var calls, nrows, bufs int64
+			var calls, nrows, bufs, wal int64
 			var exec float64
 			var query string
-			if err := rows.Scan(&calls, &nrows, &bufs, &exec, &query); err != nil {
+			if err := rows.Scan(&calls, &nrows, &bufs, &wal, &exec, &query); err != nil {
 				return res, fmt.Errorf("read pg_stat_statements: %w", err)
 			}
-			res.top = append(res.top, fmt.Sprintf("  pgss %s N=%d: calls %d rows %d buffers/call %.0f exec %.0f ms (%.1f µs/job): %.110s",
-				s.name, n, calls, nrows, float64(bufs)/float64(max(calls, 1)), exec, 1000*exec/jobs, query))
+			res.top = append(res.top, fmt.Sprintf("  pgss %s N=%d: calls %d rows %d buffers/call %.0f WAL records/row %.2f exec %.0f ms (%.1f µs/job): %.110s",
+				s.name, n, calls, nrows, float64(bufs)/float64(max(calls, 1)), float64(wal)/float64(max(nrows, 1)), exec, 1000*exec/jobs, query))
 		}
 		if err := rows.Err(); err != nil {
 			return res, fmt.Errorf("read pg_stat_statements: %w", err)
