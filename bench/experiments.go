@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -181,119 +183,6 @@ func (b *bench) snapshotHeld(ctx context.Context, systems []system) error {
 	return errors.Join(errs...)
 }
 
-// processes measures burn-down with several worker processes: the bench
-// binary re-executes itself as children that each run the system's full
-// worker configuration against the same database.
-func (b *bench) processes(ctx context.Context, systems []system) error {
-	systems = b.experimentSystems(systems, "skipjack-tuned", "river-tuned")
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find own binary: %w", err)
-	}
-	fmt.Fprintf(b.out, "\nBurn-down of %d jobs by N worker processes, each with the full worker config (median of %d run(s))\n\n", b.o.jobs, b.o.runs)
-	fmt.Fprintln(b.out, "| system | processes | burn-down jobs/s | vs 1 process |")
-	fmt.Fprintln(b.out, "|---|--:|--:|--:|")
-	var errs []error
-	for _, s := range systems {
-		var one float64
-		for _, p := range b.o.procs {
-			var burns []float64
-			for r := range b.o.runs {
-				err := b.withDB(ctx, s, "procs", func(dsn string) error {
-					rate, err := b.processRun(ctx, exe, s, dsn, p)
-					if err != nil {
-						return err
-					}
-					burns = append(burns, rate)
-					b.logf("procs %s %d run %d: %.0f jobs/s", s.name, p, r+1, rate)
-					return nil
-				})
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s with %d processes: %w", s.name, p, err))
-				}
-			}
-			burn := median(burns)
-			if one == 0 {
-				one = burn
-			}
-			vs := "–"
-			if one > 0 && burn > 0 {
-				vs = fmt.Sprintf("%.2f×", burn/one)
-			}
-			fmt.Fprintf(b.out, "| %s | %d | %s | %s |\n", s.name, p, num(burn), vs)
-		}
-	}
-	fmt.Fprintln(b.out)
-	return errors.Join(errs...)
-}
-
-// processRun enqueues the jobs, starts n children, lets them go at once and
-// times until the database holds no unfinished job.
-func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string, n int) (float64, error) {
-	pool, err := openPool(ctx, dsn, 4)
-	if err != nil {
-		return 0, err
-	}
-	defer pool.Close()
-	if err := s.migrate(ctx, pool); err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
-	}
-	q, err := s.open(pool)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
-		return 0, err
-	}
-
-	var stdins []io.WriteCloser
-	exited := make(chan error, n)
-	defer func() {
-		for _, in := range stdins {
-			_ = in.Close()
-		}
-		for range stdins {
-			select {
-			case <-exited:
-			case <-time.After(time.Minute):
-				return
-			}
-		}
-	}()
-	for range n {
-		c, err := startChild(ctx, exe, s.name, dsn, b.o.verbose,
-			"-tuned-concurrency", strconv.Itoa(b.o.tunedConcurrency),
-			"-tuned-batch", strconv.Itoa(b.o.tunedBatch),
-			"-skipjack-conns", strconv.Itoa(int(b.o.skipjackConns)))
-		if err != nil {
-			return 0, err
-		}
-		stdins = append(stdins, c.stdin)
-		readyErr := c.awaitReady()
-		go func() {
-			err := c.cmd.Wait()
-			if err == nil {
-				err = errors.New("exited")
-			}
-			exited <- fmt.Errorf("worker process: %w", err)
-		}()
-		if readyErr != nil {
-			return 0, readyErr
-		}
-	}
-	start := time.Now()
-	for _, in := range stdins {
-		if _, err := io.WriteString(in, "go\n"); err != nil {
-			return 0, fmt.Errorf("start child: %w", err)
-		}
-	}
-	took, err := waitFinished(ctx, q, nil, start, b.burnTimeout(s), exited)
-	if err != nil {
-		return 0, err
-	}
-	return float64(b.o.jobs) / took.Seconds(), nil
-}
-
 // benchChild is a process of this binary started with -child: a worker
 // process of the processes experiment or the idle experiment's workers.
 type benchChild struct {
@@ -358,5 +247,43 @@ func runChild(ctx context.Context, o options) error {
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	return q.work(ctx, func(int64) {})
+	// Report the jobs handled every few milliseconds ("handled N"), so
+	// that the parent need not poll the database for the end of the
+	// burn-down (its count of unfinished rows walks the claim index's dead
+	// entries and would be charged to the systems).
+	var handled atomic.Int64
+	var outMu sync.Mutex
+	reportDone := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		var last int64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-reportDone:
+				return
+			case <-t.C:
+				if n := handled.Load(); n != last {
+					last = n
+					outMu.Lock()
+					fmt.Printf("handled %d\n", n)
+					outMu.Unlock()
+				}
+			}
+		}
+	}()
+	err = q.work(ctx, func(int64) { handled.Add(1) })
+	close(reportDone)
+	<-reported
+	// The parent reads one more line after closing stdin: what the
+	// claims of this process asked for and got (zeros for systems that
+	// do not report them).
+	var calls, asked, got int64
+	if sq, ok := q.(*skipjackQueue); ok {
+		calls, asked, got = sq.claimCalls.Load(), sq.claimAsked.Load(), sq.claimGot.Load()
+	}
+	fmt.Printf("claims %d %d %d\n", calls, asked, got)
+	return err
 }

@@ -102,7 +102,7 @@ func parseFlags(args []string) (options, error) {
 	bloat := fs.String("bloat", "", "experiment: burn-down with these counts of finished rows kept, e.g. 100000,1000000,5000000")
 	fs.DurationVar(&o.snapshot, "snapshot", 0, "experiment: burn-down while a REPEATABLE READ snapshot is held this long, e.g. 60s")
 	fs.DurationVar(&o.notify, "notify", 0, "experiment: notify on vs off (skipjack-default vs skipjack-poll): latency and the enqueue rate of 32 concurrent single-row enqueuers, each measured this long, e.g. 5s")
-	procs := fs.String("procs", "", "experiment: burn-down with this many worker processes, e.g. 1,2,4")
+	procs := fs.String("procs", "", "experiment: burn-down with N worker processes for each N given (skipjack-default, skipjack-tuned and river-tuned interleaved; jobs/s and CPU per job), e.g. 1,2,4,8,16")
 	fs.IntVar(&o.idle, "idle", 0, "experiment: idle cost of this many skipjack workers (default WorkerConfig) in one process with no jobs, and of one River client with as many queues, e.g. 50")
 	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")
 	fs.IntVar(&o.heap, "heap", 0, "experiment: Go heap per in-flight job of one worker at this Concurrency (MaxWorkers for River) with handlers blocked, e.g. 1000")

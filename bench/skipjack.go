@@ -110,6 +110,10 @@ type skipjackQueue struct {
 
 	claims    atomic.Int64
 	claimTook atomic.Int64 // nanoseconds
+	// From ClaimDone: every claim statement, the jobs they were allowed
+	// to take and the jobs they took (the -procs experiment's claim
+	// columns).
+	claimCalls, claimAsked, claimGot atomic.Int64
 }
 
 func (q *skipjackQueue) table() string {
@@ -248,6 +252,13 @@ func (q *skipjackQueue) claimStats() (int64, time.Duration, bool) {
 type claimHooks struct{ q *skipjackQueue }
 
 func (h claimHooks) JobDone(string, int64, int, time.Duration, error) {}
+
+// ClaimDone implements skipjack.ClaimHook.
+func (h claimHooks) ClaimDone(c skipjack.ClaimInfo) {
+	h.q.claimCalls.Add(1)
+	h.q.claimAsked.Add(int64(c.Limit))
+	h.q.claimGot.Add(int64(c.Jobs))
+}
 
 func (h claimHooks) Claimed(_ string, _ int, took time.Duration) {
 	h.q.claims.Add(1)

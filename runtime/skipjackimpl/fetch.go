@@ -13,16 +13,56 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
-// maxClaimsInFlight is how many claim statements a worker runs at once.
-// Every claim is a commit, and commits wait for the WAL flush; two claims
-// in flight share flushes (group commit) and keep handlers fed while one
-// waits.
+// maxClaimsInFlight is how many claim statements a worker runs at once
+// while it claims alone. Every claim is a commit, and commits wait for the
+// WAL flush; two claims in flight share flushes (group commit) and keep
+// handlers fed while one waits.
 const maxClaimsInFlight = 2
+
+// crowdWindow is how many of a worker's last claims tell whether other
+// claimers work its queue (see crowd). While they do, one claim runs at a
+// time, taking all free capacity, because claimers of one queue pay for
+// each other: a claim walks past every row the others locked, and past the
+// index entries of rows they claimed while its statement ran (their old versions stay visible to its snapshot, so each
+// costs a lock attempt that follows the update chain and a recheck). The
+// cost of a claim grows with the claims in flight on the queue, across
+// all processes; with several processes claiming, the group commit that a
+// second claim in flight buys happens across processes anyway.
+const crowdWindow = 4
+
+// crowd remembers the ids of a worker's last claims. A worker that claims
+// a queue alone takes every due job in id order, so its last claims
+// together cover a range of ids about as large as the jobs they took, in
+// whatever order they came back; when other processes claim too, their
+// chunks lie between this worker's and the range is several times larger.
+// (Jobs that were not due, or retried jobs claimed again, widen it too: at
+// worst the worker then runs one claim at a time for a while.)
+type crowd struct {
+	last [crowdWindow]claimResult
+	next int
+}
+
+// add records a claim that took jobs and reports whether the last claims
+// show other claimers: they took less than half of the ids they span.
+func (c *crowd) add(res claimResult) bool {
+	c.last[c.next%crowdWindow] = res
+	c.next++
+	var taken, lo, hi int64
+	for i, r := range c.last[:min(c.next, crowdWindow)] {
+		taken += int64(r.n)
+		if i == 0 || r.minID < lo {
+			lo = r.minID
+		}
+		hi = max(hi, r.maxID)
+	}
+	return 2*taken < hi-lo+1
+}
 
 // claimResult is what one claim statement did.
 type claimResult struct {
-	limit, n int
-	err      error
+	limit, n     int
+	minID, maxID int64 // the ids the claim took (when n > 0)
+	err          error
 }
 
 // fetchLoop claims jobs until ctx is cancelled. Claims still in flight
@@ -65,17 +105,20 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	// Buffered for every claim in flight, so none blocks on its result.
 	results := make(chan claimResult, maxClaimsInFlight)
 	inFlight := 0
+	// Whether other claimers work this queue (see crowd): then one claim
+	// runs at a time.
+	var ids crowd
+	crowded := false
 
 	for ctx.Err() == nil {
-		if more && !backingOff && inFlight < maxClaimsInFlight {
+		if more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == 0) {
 			if limit := r.reserve(); limit > 0 {
 				inFlight++
 				if !lastFull {
 					more = false
 				}
 				r.claims.Go(func() {
-					n, err := r.claim(limit)
-					results <- claimResult{limit: limit, n: n, err: err}
+					results <- r.claim(limit)
 				})
 				continue
 			}
@@ -100,6 +143,9 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				continue
 			}
 			bo.reset()
+			if res.n > 0 {
+				crowded = ids.add(res)
+			}
 			lastFull = res.n == res.limit
 			more = more || lastFull
 			resetPoll(jitter(r.cfg.PollInterval))
@@ -177,8 +223,10 @@ func (r *runner[T]) reserve() int {
 // queues what it returns and gives back the unused capacity. The statement
 // is not cancelled by shutdown (it is short and bounded): when the worker
 // stopped meanwhile, the jobs it claimed are released at once instead of
-// lingering until their leases lapse.
-func (r *runner[T]) claim(limit int) (int, error) {
+// lingering until their leases lapse. It returns how many jobs it took
+// and the lowest and highest of their ids (fetchLoop tells from them
+// whether other processes claim the queue too).
+func (r *runner[T]) claim(limit int) claimResult {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
 	rows, short, err := r.claimRows(ctx, limit)
@@ -222,7 +270,7 @@ func (r *runner[T]) claim(limit int) (int, error) {
 			es[i] = &entries[i]
 		}
 		r.releaseQueued(es)
-		return len(rows), err
+		return claimResult{limit: limit, n: len(rows), err: err}
 	}
 	stale := 0
 	var ends []func()
@@ -250,7 +298,14 @@ func (r *runner[T]) claim(limit int) (int, error) {
 	if len(rows) < limit {
 		signal(r.capacityFreed)
 	}
-	return len(rows), err
+	res := claimResult{limit: limit, n: len(rows), err: err}
+	for i, row := range rows {
+		if i == 0 || row.ID < res.minID {
+			res.minID = row.ID
+		}
+		res.maxID = max(res.maxID, row.ID)
+	}
+	return res
 }
 
 // claimRows runs the claim statement. A queue with limits or a serial key

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// procRun is one burn-down of the -procs experiment: one system, N worker
+// processes, one fresh database.
+type procRun struct {
+	rate       float64 // jobs/s
+	serverCPU  float64 // µs/job: the machine's busy time less the bench and its children
+	backendCPU float64 // µs/job: the database's client backends (/proc/<pid>/stat)
+	workerCPU  float64 // µs/job: the worker processes together
+	// From the children (skipjack only; zero for River): claim statements,
+	// the jobs they were allowed to take and the jobs they took.
+	claims, asked, got int64
+	// From pg_stat_statements when the server preloads it (stmts < 0
+	// otherwise): the database's claim statements (SKIP LOCKED with
+	// UPDATE), their rows, shared buffers (hit + read) and execution time,
+	// and every statement's execution time.
+	stmts, claimCalls, claimRows, claimBufs float64
+	claimExecMs, allExecMs                  float64
+	top                                     []string // the costliest statements, one line each
+}
+
+// procRow collects one system's runs at one process count.
+type procRow struct {
+	sys  string
+	n    int
+	runs []procRun
+}
+
+func (r *procRow) med(f func(procRun) float64) float64 {
+	xs := make([]float64, 0, len(r.runs))
+	for _, x := range r.runs {
+		xs = append(xs, f(x))
+	}
+	return median(xs)
+}
+
+// processes measures burn-down with N worker processes per system: the
+// bench binary re-executes itself as children that each run the system's
+// full worker configuration against the same fresh database. Within each
+// run, every process count and system follow each other, so that skipjack
+// and River share the machine's noise; every figure is the median of -runs.
+func (b *bench) processes(ctx context.Context, systems []system) error {
+	systems = b.experimentSystems(systems, "skipjack-default", "skipjack-tuned", "river-tuned")
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	pgss := b.a.enablePGSS(ctx)
+	rows := map[string]*procRow{}
+	key := func(s string, n int) string { return s + "/" + strconv.Itoa(n) }
+	for _, s := range systems {
+		for _, p := range b.o.procs {
+			rows[key(s.name, p)] = &procRow{sys: s.name, n: p}
+		}
+	}
+	var errs []error
+	for r := range b.o.runs {
+		for _, p := range b.o.procs {
+			for _, s := range systems {
+				err := b.withDB(ctx, s, "procs", func(dsn string) error {
+					res, err := b.processRun(ctx, exe, s, dsn, p, pgss)
+					if err != nil {
+						return err
+					}
+					row := rows[key(s.name, p)]
+					row.runs = append(row.runs, res)
+					fmt.Fprintf(b.out, "procs run %d %s N=%d: %.0f jobs/s, server CPU %.1f µs/job, PG backends %.1f µs/job, workers %.1f µs/job, claims %d asked %d got %d, pgss claim calls %.0f rows %.0f buffers %.0f exec %.0f ms, all statements %.0f exec %.0f ms (load %s)\n",
+						r+1, s.name, p, res.rate, res.serverCPU, res.backendCPU, res.workerCPU,
+						res.claims, res.asked, res.got, res.claimCalls, res.claimRows, res.claimBufs, res.claimExecMs, res.stmts, res.allExecMs, loadAvg())
+					for _, l := range res.top {
+						fmt.Fprintln(b.out, l)
+					}
+					return nil
+				})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s with %d processes: %w", s.name, p, err))
+					fmt.Fprintf(b.out, "procs run %d %s N=%d: failed: %v\n", r+1, s.name, p, err)
+				}
+			}
+		}
+	}
+
+	fmt.Fprintf(b.out, "\nBurn-down of %d jobs by N worker processes on one queue, each process with the system's full worker config; median of %d run(s), systems interleaved within each run\n\n", b.o.jobs, b.o.runs)
+	fmt.Fprintln(b.out, "| system | N | burn-down jobs/s | ÷ river-tuned | server CPU µs/job | PG backend CPU µs/job | worker CPU µs/job | claims per 1k jobs | jobs asked per claim | jobs got per claim | claim buffers per claim | claim exec µs/job | all statements exec µs/job |")
+	fmt.Fprintln(b.out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	per := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	for _, s := range systems {
+		for _, p := range b.o.procs {
+			row := rows[key(s.name, p)]
+			if len(row.runs) == 0 {
+				fmt.Fprintf(b.out, "| %s | %d | failed | | | | | | | | | | |\n", s.name, p)
+				continue
+			}
+			rate := row.med(func(x procRun) float64 { return x.rate })
+			vsRiver := "–"
+			if rr := rows[key("river-tuned", p)]; rr != nil && len(rr.runs) > 0 && s.name != "river-tuned" {
+				vsRiver = fmt.Sprintf("%.2f×", rate/rr.med(func(x procRun) float64 { return x.rate }))
+			}
+			claims, asked, got := "–", "–", "–"
+			if row.runs[0].claims > 0 {
+				claims = fmt.Sprintf("%.1f", row.med(func(x procRun) float64 { return 1000 * float64(x.claims) / float64(x.got) }))
+				asked = fmt.Sprintf("%.0f", row.med(func(x procRun) float64 { return per(float64(x.asked), float64(x.claims)) }))
+				got = fmt.Sprintf("%.0f", row.med(func(x procRun) float64 { return per(float64(x.got), float64(x.claims)) }))
+			}
+			bufs, cex, aex := "–", "–", "–"
+			if pgss {
+				bufs = fmt.Sprintf("%.0f", row.med(func(x procRun) float64 { return per(x.claimBufs, x.claimCalls) }))
+				cex = fmt.Sprintf("%.1f", row.med(func(x procRun) float64 { return 1000 * x.claimExecMs / float64(b.o.jobs) }))
+				aex = fmt.Sprintf("%.1f", row.med(func(x procRun) float64 { return 1000 * x.allExecMs / float64(b.o.jobs) }))
+			}
+			fmt.Fprintf(b.out, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				s.name, p, num(rate), vsRiver,
+				us(row.med(func(x procRun) float64 { return x.serverCPU })),
+				us(row.med(func(x procRun) float64 { return x.backendCPU })),
+				us(row.med(func(x procRun) float64 { return x.workerCPU })),
+				claims, asked, got, bufs, cex, aex)
+		}
+	}
+	fmt.Fprintln(b.out)
+	// The issue's scale-out figures, from the medians above.
+	for _, s := range systems {
+		rate := func(n int) float64 {
+			if row := rows[key(s.name, n)]; row != nil && len(row.runs) > 0 {
+				return row.med(func(x procRun) float64 { return x.rate })
+			}
+			return 0
+		}
+		var parts []string
+		if best := max(rate(2), rate(4)); best > 0 && rate(8) > 0 {
+			parts = append(parts, fmt.Sprintf("8 ÷ best of 2 and 4 = %.2f", rate(8)/best))
+		}
+		if rate(8) > 0 && rate(16) > 0 {
+			parts = append(parts, fmt.Sprintf("16 ÷ 8 = %.2f", rate(16)/rate(8)))
+		}
+		lo, hi := 0.0, 0.0
+		for _, n := range []int{2, 4, 8} {
+			if row := rows[key(s.name, n)]; row != nil && len(row.runs) > 0 {
+				c := row.med(func(x procRun) float64 { return x.backendCPU })
+				if lo == 0 || c < lo {
+					lo = c
+				}
+				hi = max(hi, c)
+			}
+		}
+		if lo > 0 {
+			parts = append(parts, fmt.Sprintf("PG backend CPU per job, highest ÷ lowest of 2, 4, 8 = %.2f", hi/lo))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(b.out, "%s: %s\n", s.name, strings.Join(parts, "; "))
+		}
+	}
+	fmt.Fprintln(b.out)
+	return errors.Join(errs...)
+}
+
+// processRun enqueues the jobs, starts n children, lets them go at once and
+// times until the database holds no unfinished job.
+func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string, n int, pgss bool) (procRun, error) {
+	var res procRun
+	db := dbName(dsn)
+	pool, err := openPool(ctx, dsn, 4)
+	if err != nil {
+		return res, err
+	}
+	defer pool.Close()
+	if err := s.migrate(ctx, pool); err != nil {
+		return res, fmt.Errorf("migrate: %w", err)
+	}
+	q, err := s.open(pool)
+	if err != nil {
+		return res, err
+	}
+	if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
+		return res, err
+	}
+
+	var children []*benchChild
+	exited := make(chan error, n)
+	// Each child prints "handled N" as it goes and "claims <calls> <asked>
+	// <got>" when it stops.
+	handled := make([]atomic.Int64, n)
+	final := make(chan [3]int64, n)
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		for _, c := range children {
+			_ = c.stdin.Close()
+		}
+		for range children {
+			select {
+			case f := <-final:
+				res.claims += f[0]
+				res.asked += f[1]
+				res.got += f[2]
+			case <-time.After(time.Minute):
+			}
+		}
+		for range children {
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				return
+			}
+		}
+	}
+	defer stop()
+	for range n {
+		c, err := startChild(ctx, exe, s.name, dsn, b.o.verbose,
+			"-tuned-concurrency", strconv.Itoa(b.o.tunedConcurrency),
+			"-tuned-batch", strconv.Itoa(b.o.tunedBatch),
+			"-skipjack-conns", strconv.Itoa(int(b.o.skipjackConns)))
+		if err != nil {
+			return res, err
+		}
+		children = append(children, c)
+		readyErr := c.awaitReady()
+		i := len(children) - 1
+		go func() {
+			for {
+				line, err := c.out.ReadString('\n')
+				f := strings.Fields(line)
+				switch {
+				case len(f) == 2 && f[0] == "handled":
+					v, _ := strconv.ParseInt(f[1], 10, 64)
+					handled[i].Store(v)
+				case len(f) == 4 && f[0] == "claims":
+					var x [3]int64
+					for j := range x {
+						x[j], _ = strconv.ParseInt(f[j+1], 10, 64)
+					}
+					final <- x
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			err := c.cmd.Wait()
+			if err == nil {
+				err = errors.New("exited")
+			}
+			exited <- fmt.Errorf("worker process: %w", err)
+		}()
+		if readyErr != nil {
+			return res, readyErr
+		}
+	}
+	// Let the children's start-up statements settle before the clocks start.
+	time.Sleep(200 * time.Millisecond)
+	if pgss {
+		if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = $1), 0)`, db); err != nil {
+			return res, fmt.Errorf("reset pg_stat_statements: %w", err)
+		}
+	}
+	cpu0, err := b.processCPU(ctx, db, children)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	for _, c := range children {
+		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+			return res, fmt.Errorf("start child: %w", err)
+		}
+	}
+	took, err := waitFinished(ctx, q, func() bool {
+		var sum int64
+		for i := range handled {
+			sum += handled[i].Load()
+		}
+		return sum >= int64(b.o.jobs)
+	}, start, b.burnTimeout(s), exited)
+	if err != nil {
+		return res, err
+	}
+	cpu1, err := b.processCPU(ctx, db, children)
+	if err != nil {
+		return res, err
+	}
+	jobs := float64(b.o.jobs)
+	res.rate = jobs / took.Seconds()
+	var workers float64
+	for pid, c := range cpu1.children {
+		workers += c - cpu0.children[pid]
+	}
+	var backends float64
+	for pid, c := range cpu1.backends {
+		backends += c - cpu0.backends[pid] // 0 for backends that started during the run
+	}
+	self := cpu1.self - cpu0.self
+	res.workerCPU = workers * 1e6 / jobs
+	res.backendCPU = backends * 1e6 / jobs
+	res.serverCPU = max(0, cpu1.machine-cpu0.machine-self-workers) * 1e6 / jobs
+	if pgss {
+		err := b.a.conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::float8,
+			coalesce(sum(calls) FILTER (WHERE claim), 0)::float8,
+			coalesce(sum(rows) FILTER (WHERE claim), 0)::float8,
+			coalesce(sum(shared_blks_hit + shared_blks_read) FILTER (WHERE claim), 0)::float8,
+			coalesce(sum(total_exec_time) FILTER (WHERE claim), 0)::float8,
+			coalesce(sum(total_exec_time), 0)::float8
+			FROM (SELECT *, query ILIKE '%SKIP LOCKED%' AND query ILIKE '%UPDATE%' AS claim
+			      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)) s`, db).
+			Scan(&res.stmts, &res.claimCalls, &res.claimRows, &res.claimBufs, &res.claimExecMs, &res.allExecMs)
+		if err != nil {
+			return res, fmt.Errorf("read pg_stat_statements: %w", err)
+		}
+		// The statements that cost the most, for the raw output.
+		rows, err := b.a.conn.Query(ctx, `SELECT calls, rows, shared_blks_hit + shared_blks_read, wal_records, total_exec_time,
+			regexp_replace(left(query, 400), '\s+', ' ', 'g')
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
+			ORDER BY total_exec_time DESC LIMIT 6`, db)
+		if err != nil {
+			return res, fmt.Errorf("read pg_stat_statements: %w", err)
+		}
+		for rows.Next() {
+			var calls, nrows, bufs, wal int64
+			var exec float64
+			var query string
+			if err := rows.Scan(&calls, &nrows, &bufs, &wal, &exec, &query); err != nil {
+				return res, fmt.Errorf("read pg_stat_statements: %w", err)
+			}
+			res.top = append(res.top, fmt.Sprintf("  pgss %s N=%d: calls %d rows %d buffers/call %.0f WAL records/row %.2f exec %.0f ms (%.1f µs/job): %.110s",
+				s.name, n, calls, nrows, float64(bufs)/float64(max(calls, 1)), float64(wal)/float64(max(nrows, 1)), exec, 1000*exec/jobs, query))
+		}
+		if err := rows.Err(); err != nil {
+			return res, fmt.Errorf("read pg_stat_statements: %w", err)
+		}
+	}
+	stop()
+	return res, nil
+}
+
+// procCPU is a reading of the clocks the -procs experiment compares.
+type procCPUReading struct {
+	self, machine      float64
+	children, backends map[int]float64 // pid -> CPU seconds
+}
+
+func (b *bench) processCPU(ctx context.Context, db string, children []*benchChild) (procCPUReading, error) {
+	r := procCPUReading{children: map[int]float64{}, backends: map[int]float64{}}
+	bs, err := b.a.backends(ctx, db)
+	if err != nil {
+		return r, err
+	}
+	for _, be := range bs {
+		if c, err := procCPU(be.pid); err == nil {
+			r.backends[be.pid] = c
+		}
+	}
+	for _, c := range children {
+		v, err := procCPU(c.cmd.Process.Pid)
+		if err != nil {
+			return r, err
+		}
+		r.children[c.cmd.Process.Pid] = v
+	}
+	if r.self, err = procCPU(os.Getpid()); err != nil {
+		return r, err
+	}
+	if r.machine, err = machineBusy(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// enablePGSS creates pg_stat_statements in the maintenance database when
+// the server preloads it, and reports whether it can be read.
+func (a *admin) enablePGSS(ctx context.Context) bool {
+	var libs string
+	if err := a.conn.QueryRow(ctx, `SELECT current_setting('shared_preload_libraries')`).Scan(&libs); err != nil ||
+		!strings.Contains(libs, "pg_stat_statements") {
+		return false
+	}
+	_, err := a.conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+	return err == nil
+}
+
+// dbName returns the database name of a URL from admin.dsn.
+func dbName(dsn string) string {
+	s := dsn
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	s, _, _ = strings.Cut(s, "?")
+	return s
+}
+
+// loadAvg returns the 1-minute load average, for the raw lines.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
