@@ -23,11 +23,12 @@ const maxClaimsInFlight = 2
 // claimers work its queue (see crowd). While they do, one claim runs at a
 // time, taking all free capacity, because claimers of one queue pay for
 // each other: a claim walks past every row the others locked, and past the
-// index entries of rows they claimed while its statement ran (their old versions stay visible to its snapshot, so each
-// costs a lock attempt that follows the update chain and a recheck). The
-// cost of a claim grows with the claims in flight on the queue, across
-// all processes; with several processes claiming, the group commit that a
-// second claim in flight buys happens across processes anyway.
+// index entries of rows they claimed while its statement ran (their old
+// versions stay visible to its snapshot, so each costs a lock attempt that
+// follows the update chain and a recheck). The cost of a claim grows with
+// the claims in flight on the queue, across all processes; with several
+// processes claiming, the group commit that a second claim in flight buys
+// happens across processes anyway.
 const crowdWindow = 4
 
 // crowd remembers the ids of a worker's last claims. A worker that claims
