@@ -332,8 +332,12 @@ func TestMultiHooks(t *testing.T) {
 	if got := ctx.Value(chainKey{}); got != "ab" {
 		t.Errorf("chained context value %v, want ab (a's context passed to b)", got)
 	}
-	h.(skipjack.JobDoneHook).JobDone("q", 1, 1, time.Second, nil)
-	h.(skipjack.ClaimedHook).Claimed("q", 1, time.Second)
+	h.(interface {
+		JobDone(string, int64, int, time.Duration, error)
+	}).JobDone("q", 1, 1, time.Second, nil)
+	h.(interface {
+		Claimed(string, int, time.Duration)
+	}).Claimed("q", 1, time.Second)
 	h.(skipjack.JobEndHook).JobEnd(ctx, skipjack.JobInfo{}, skipjack.AttemptResult{})
 	h.(skipjack.ClaimHook).ClaimDone(skipjack.ClaimInfo{})
 	h.(skipjack.AckHook).AckDone(skipjack.AckInfo{})

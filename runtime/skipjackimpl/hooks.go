@@ -34,10 +34,22 @@ func newHookCaller[T any](queue string, cfg skipjack.WorkerConfig, log *slog.Log
 	return h
 }
 
+// jobDoneHook and claimedHook are the events skipjack.Hooks once required
+// (skipjack.JobDoneHook and skipjack.ClaimedHook, deprecated): hooks that
+// still implement them still receive them.
+type (
+	jobDoneHook interface {
+		JobDone(queue string, id int64, attempt int, took time.Duration, err error)
+	}
+	claimedHook interface {
+		Claimed(queue string, n int, took time.Duration)
+	}
+)
+
 // hasEvents reports whether hooks implements any of the hook interfaces.
 func hasEvents(hooks skipjack.Hooks) bool {
 	switch hooks.(type) {
-	case skipjack.JobStartHook, skipjack.JobEndHook, skipjack.ClaimHook, skipjack.AckHook, skipjack.JobDoneHook, skipjack.ClaimedHook:
+	case skipjack.JobStartHook, skipjack.JobEndHook, skipjack.ClaimHook, skipjack.AckHook, jobDoneHook, claimedHook:
 		return true
 	}
 	return false
@@ -86,7 +98,7 @@ func (h *hookCaller[T]) jobEnd(ctx context.Context, job *skipjack.Job[T], took t
 	if h.hooks == nil {
 		return
 	}
-	if d, ok := h.hooks.(skipjack.JobDoneHook); ok {
+	if d, ok := h.hooks.(jobDoneHook); ok {
 		h.guard("JobDone", func() { d.JobDone(h.queue, job.ID, job.Attempt, took, err) })
 	}
 	if e, ok := h.hooks.(skipjack.JobEndHook); ok {
@@ -127,7 +139,7 @@ func (h *hookCaller[T]) claimDone(limit, n int, took time.Duration, err error) {
 	if h.hooks == nil {
 		return
 	}
-	if d, ok := h.hooks.(skipjack.ClaimedHook); ok && err == nil {
+	if d, ok := h.hooks.(claimedHook); ok && err == nil {
 		h.guard("Claimed", func() { d.Claimed(h.queue, n, took) })
 	}
 	if x, ok := h.hooks.(skipjack.ClaimHook); ok {
