@@ -111,18 +111,11 @@ func (b *bench) snapshotHeld(ctx context.Context, systems []system) error {
 	var errs []error
 	for _, s := range systems {
 		err := b.withDB(ctx, s, "snap", func(dsn string) error {
-			pool, err := openPool(ctx, dsn, s.maxConns)
+			pool, q, err := openQueue(ctx, s, dsn, s.maxConns)
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			if err := s.migrate(ctx, pool); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-			q, err := s.open(pool)
-			if err != nil {
-				return err
-			}
 			round := func() (float64, error) {
 				if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
 					return 0, err

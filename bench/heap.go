@@ -90,18 +90,11 @@ func (b *bench) heapPerJob(ctx context.Context) error {
 // heapRun takes the heap experiment's samples of one system.
 func (b *bench) heapRun(ctx context.Context, s system, dsn string) ([]heapStep, error) {
 	n := b.o.heap
-	pool, err := openPool(ctx, dsn, s.maxConns)
+	pool, q, err := openQueue(ctx, s, dsn, s.maxConns)
 	if err != nil {
 		return nil, err
 	}
 	defer pool.Close()
-	if err := s.migrate(ctx, pool); err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	q, err := s.open(pool)
-	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
-	}
 	pc, ok := q.(pendingCounter)
 	if !ok {
 		return nil, fmt.Errorf("%s cannot count pending jobs", s.name)

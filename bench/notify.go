@@ -86,18 +86,11 @@ func (b *bench) notifyOnOff(ctx context.Context) error {
 // queue, and returns the total jobs per second enqueued.
 func enqueueConcurrently(ctx context.Context, sys system, dsn string, n int, d time.Duration) (float64, error) {
 	sys.maxConns = int32(n + 10) // the enqueuers, plus the worker draining the queue
-	pool, err := openPool(ctx, dsn, sys.maxConns)
+	pool, q, err := openQueue(ctx, sys, dsn, sys.maxConns)
 	if err != nil {
 		return 0, err
 	}
 	defer pool.Close()
-	if err := sys.migrate(ctx, pool); err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
-	}
-	q, err := sys.open(pool)
-	if err != nil {
-		return 0, fmt.Errorf("open: %w", err)
-	}
 	workCtx, stopWork := context.WithCancel(ctx)
 	worked := make(chan error, 1)
 	go func() { worked <- q.work(workCtx, func(int64) {}) }()

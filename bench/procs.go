@@ -175,18 +175,11 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string, n int, pgss bool) (procRun, error) {
 	var res procRun
 	db := dbName(dsn)
-	pool, err := openPool(ctx, dsn, 4)
+	pool, q, err := openQueue(ctx, s, dsn, 4)
 	if err != nil {
 		return res, err
 	}
 	defer pool.Close()
-	if err := s.migrate(ctx, pool); err != nil {
-		return res, fmt.Errorf("migrate: %w", err)
-	}
-	q, err := s.open(pool)
-	if err != nil {
-		return res, err
-	}
 	if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
 		return res, err
 	}

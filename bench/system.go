@@ -69,22 +69,35 @@ type throughput struct {
 	workerCPU, serverCPU float64
 }
 
+// openQueue connects a pool of at most maxConns connections to dsn,
+// applies sys's migrations and opens its queue there; the caller closes
+// the pool. On error nothing is left open.
+func openQueue(ctx context.Context, sys system, dsn string, maxConns int32) (*pgxpool.Pool, queue, error) {
+	pool, err := openPool(ctx, dsn, maxConns)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sys.migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("migrate: %w", err)
+	}
+	q, err := sys.open(pool)
+	if err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("open: %w", err)
+	}
+	return pool, q, nil
+}
+
 // measureThroughput bulk-enqueues n jobs in batches, then starts the workers
 // and times until every job has run and the database holds no unfinished job.
 func measureThroughput(ctx context.Context, sys system, dsn string, n, batch int, fill int, timeout time.Duration) (throughput, error) {
 	var res throughput
-	pool, err := openPool(ctx, dsn, sys.maxConns)
+	pool, q, err := openQueue(ctx, sys, dsn, sys.maxConns)
 	if err != nil {
 		return res, err
 	}
 	defer pool.Close()
-	if err := sys.migrate(ctx, pool); err != nil {
-		return res, fmt.Errorf("migrate: %w", err)
-	}
-	q, err := sys.open(pool)
-	if err != nil {
-		return res, fmt.Errorf("open: %w", err)
-	}
 	if fill > 0 {
 		if err := q.fillFinished(ctx, fill); err != nil {
 			return res, fmt.Errorf("fill %d finished rows: %w", fill, err)
@@ -205,18 +218,11 @@ type latency struct {
 // handler.
 func measureLatency(ctx context.Context, sys system, dsn string, rate int, warmup, dur time.Duration) (latency, error) {
 	var res latency
-	pool, err := openPool(ctx, dsn, sys.maxConns)
+	pool, q, err := openQueue(ctx, sys, dsn, sys.maxConns)
 	if err != nil {
 		return res, err
 	}
 	defer pool.Close()
-	if err := sys.migrate(ctx, pool); err != nil {
-		return res, fmt.Errorf("migrate: %w", err)
-	}
-	q, err := sys.open(pool)
-	if err != nil {
-		return res, fmt.Errorf("open: %w", err)
-	}
 
 	nWarm := int(warmup.Seconds() * float64(rate))
 	nMeasure := int(dur.Seconds() * float64(rate))
