@@ -205,10 +205,9 @@ func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
 // return, is dropped; its slot stays taken until it returns.
 func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
 	r.mu.Lock()
-	var ids []int64
 	var abandoned []*entry[T]
 	var ends []func()
-	for id, e := range r.held {
+	for _, e := range r.held {
 		if e.lost.Load() || e.abandoned || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || e.txAcked.Load() {
 			continue
 		}
@@ -217,10 +216,11 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 		if e.endIsolation != nil {
 			ends = append(ends, e.endIsolation)
 		}
-		ids = append(ids, id)
 	}
 	r.mu.Unlock()
+	ids := make([]int64, 0, len(abandoned))
 	for _, e := range abandoned {
+		ids = append(ids, e.row.ID)
 		r.results.add(e, Resolution{
 			Action:  ActionRetry,
 			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
