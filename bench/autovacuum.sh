@@ -14,6 +14,8 @@
 # happens. Settings other than the defaults: only what $PG_OPTS passes to
 # `pg_ctl -o` (empty by default). PG_BIN overrides the directory of initdb and
 # pg_ctl (default: /usr/lib/postgresql/15/bin if it exists, else PATH).
+# BENCH_BIN runs a prebuilt bench binary instead of `go run .` (for A/B
+# runs of two builds against fresh clusters).
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -63,4 +65,4 @@ as_pg "$pg_ctl" -D "$data" -l "$dir/server.log" -w \
 started=1
 
 echo "autovacuum.sh: throwaway cluster on 127.0.0.1:$PORT in $dir (initdb defaults${PG_OPTS:+, plus $PG_OPTS})" >&2
-go run . "$@" -database-url "postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
+${BENCH_BIN:-go run .} "$@" -database-url "postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"

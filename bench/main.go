@@ -46,6 +46,7 @@ type options struct {
 	snapshot         time.Duration
 	notify           time.Duration
 	procs            []int
+	procsApart       bool
 	idle             int
 	idleFor          time.Duration
 	heap             int
@@ -103,6 +104,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.snapshot, "snapshot", 0, "experiment: burn-down while a REPEATABLE READ snapshot is held this long, e.g. 60s")
 	fs.DurationVar(&o.notify, "notify", 0, "experiment: notify on vs off (skipjack-default vs skipjack-poll): latency and the enqueue rate of 32 concurrent single-row enqueuers, each measured this long, e.g. 5s")
 	procs := fs.String("procs", "", "experiment: burn-down with N worker processes for each N given (skipjack-default, skipjack-tuned and river-tuned interleaved; jobs/s and CPU per job), e.g. 1,2,4,8,16")
+	fs.BoolVar(&o.procsApart, "procs-apart", false, "procs experiment: also run every N with each worker process on a queue of its own (its own database, jobs/N jobs): the control in which processes share the machine and the server but no queue")
 	fs.IntVar(&o.idle, "idle", 0, "experiment: idle cost of this many skipjack workers (default WorkerConfig) in one process with no jobs, and of one River client with as many queues, e.g. 50")
 	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")
 	fs.IntVar(&o.heap, "heap", 0, "experiment: Go heap per in-flight job of one worker at this Concurrency (MaxWorkers for River) with handlers blocked, e.g. 1000")
@@ -322,6 +324,22 @@ func (b *bench) withDB(ctx context.Context, sys system, phase string, f func(dsn
 		}
 	}
 	return err
+}
+
+// withDBs runs f with k fresh databases for sys (see withDB).
+func (b *bench) withDBs(ctx context.Context, sys system, phase string, k int, f func(dsns []string) error) error {
+	var dsns []string
+	var each func() error
+	each = func() error {
+		if len(dsns) == k {
+			return f(dsns)
+		}
+		return b.withDB(ctx, sys, phase, func(dsn string) error {
+			dsns = append(dsns, dsn)
+			return each()
+		})
+	}
+	return each()
 }
 
 // row is one system's line of the main table.

@@ -31,7 +31,22 @@ type procRun struct {
 	top                                     []string // the costliest statements, one line each
 }
 
-// procRow collects one system's runs at one process count.
+// procVariant is one line group of the -procs table: a system whose
+// processes share one queue, or, with apart, each work a queue of its own.
+type procVariant struct {
+	sys   system
+	apart bool
+}
+
+// label names the variant in the table.
+func (v procVariant) label() string {
+	if v.apart {
+		return v.sys.name + " apart"
+	}
+	return v.sys.name
+}
+
+// procRow collects one variant's runs at one process count.
 type procRow struct {
 	sys  string
 	n    int
@@ -53,6 +68,13 @@ func (r *procRow) med(f func(procRun) float64) float64 {
 // and River share the machine's noise; every figure is the median of -runs.
 func (b *bench) processes(ctx context.Context, systems []system) error {
 	systems = b.experimentSystems(systems, "skipjack-default", "skipjack-tuned", "river-tuned")
+	var variants []procVariant
+	for _, s := range systems {
+		variants = append(variants, procVariant{sys: s})
+		if b.o.procsApart {
+			variants = append(variants, procVariant{sys: s, apart: true})
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
@@ -60,24 +82,28 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 	pgss := b.a.enablePGSS(ctx)
 	rows := map[string]*procRow{}
 	key := func(s string, n int) string { return s + "/" + strconv.Itoa(n) }
-	for _, s := range systems {
+	for _, v := range variants {
 		for _, p := range b.o.procs {
-			rows[key(s.name, p)] = &procRow{sys: s.name, n: p}
+			rows[key(v.label(), p)] = &procRow{sys: v.label(), n: p}
 		}
 	}
 	var errs []error
 	for r := range b.o.runs {
 		for _, p := range b.o.procs {
-			for _, s := range systems {
-				err := b.withDB(ctx, s, "procs", func(dsn string) error {
-					res, err := b.processRun(ctx, exe, s, dsn, p, pgss)
+			for _, v := range variants {
+				dbs := 1
+				if v.apart {
+					dbs = p
+				}
+				err := b.withDBs(ctx, v.sys, "procs", dbs, func(dsns []string) error {
+					res, err := b.processRun(ctx, exe, v.sys, dsns, p, pgss)
 					if err != nil {
 						return err
 					}
-					row := rows[key(s.name, p)]
+					row := rows[key(v.label(), p)]
 					row.runs = append(row.runs, res)
 					fmt.Fprintf(b.out, "procs run %d %s N=%d: %.0f jobs/s, server CPU %.1f µs/job, PG backends %.1f µs/job, workers %.1f µs/job, claims %d asked %d got %d, pgss claim calls %.0f rows %.0f buffers %.0f exec %.0f ms, all statements %.0f exec %.0f ms (load %s)\n",
-						r+1, s.name, p, res.rate, res.serverCPU, res.backendCPU, res.workerCPU,
+						r+1, v.label(), p, res.rate, res.serverCPU, res.backendCPU, res.workerCPU,
 						res.claims, res.asked, res.got, res.claimCalls, res.claimRows, res.claimBufs, res.claimExecMs, res.stmts, res.allExecMs, loadAvg())
 					for _, l := range res.top {
 						fmt.Fprintln(b.out, l)
@@ -85,8 +111,8 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 					return nil
 				})
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s with %d processes: %w", s.name, p, err))
-					fmt.Fprintf(b.out, "procs run %d %s N=%d: failed: %v\n", r+1, s.name, p, err)
+					errs = append(errs, fmt.Errorf("%s with %d processes: %w", v.label(), p, err))
+					fmt.Fprintf(b.out, "procs run %d %s N=%d: failed: %v\n", r+1, v.label(), p, err)
 				}
 			}
 		}
@@ -101,16 +127,16 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 		}
 		return a / b
 	}
-	for _, s := range systems {
+	for _, v := range variants {
 		for _, p := range b.o.procs {
-			row := rows[key(s.name, p)]
+			row := rows[key(v.label(), p)]
 			if len(row.runs) == 0 {
-				fmt.Fprintf(b.out, "| %s | %d | failed | | | | | | | | | | |\n", s.name, p)
+				fmt.Fprintf(b.out, "| %s | %d | failed | | | | | | | | | | |\n", v.label(), p)
 				continue
 			}
 			rate := row.med(func(x procRun) float64 { return x.rate })
 			vsRiver := "–"
-			if rr := rows[key("river-tuned", p)]; rr != nil && len(rr.runs) > 0 && s.name != "river-tuned" {
+			if rr := rows[key(procVariant{sys: system{name: "river-tuned"}, apart: v.apart}.label(), p)]; rr != nil && len(rr.runs) > 0 && v.sys.name != "river-tuned" {
 				vsRiver = fmt.Sprintf("%.2f×", rate/rr.med(func(x procRun) float64 { return x.rate }))
 			}
 			claims, asked, got := "–", "–", "–"
@@ -126,7 +152,7 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 				aex = fmt.Sprintf("%.1f", row.med(func(x procRun) float64 { return 1000 * x.allExecMs / float64(b.o.jobs) }))
 			}
 			fmt.Fprintf(b.out, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				s.name, p, num(rate), vsRiver,
+				v.label(), p, num(rate), vsRiver,
 				us(row.med(func(x procRun) float64 { return x.serverCPU })),
 				us(row.med(func(x procRun) float64 { return x.backendCPU })),
 				us(row.med(func(x procRun) float64 { return x.workerCPU })),
@@ -135,9 +161,9 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 	}
 	fmt.Fprintln(b.out)
 	// The issue's scale-out figures, from the medians above.
-	for _, s := range systems {
+	for _, v := range variants {
 		rate := func(n int) float64 {
-			if row := rows[key(s.name, n)]; row != nil && len(row.runs) > 0 {
+			if row := rows[key(v.label(), n)]; row != nil && len(row.runs) > 0 {
 				return row.med(func(x procRun) float64 { return x.rate })
 			}
 			return 0
@@ -151,7 +177,7 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 		}
 		lo, hi := 0.0, 0.0
 		for _, n := range []int{2, 4, 8} {
-			if row := rows[key(s.name, n)]; row != nil && len(row.runs) > 0 {
+			if row := rows[key(v.label(), n)]; row != nil && len(row.runs) > 0 {
 				c := row.med(func(x procRun) float64 { return x.backendCPU })
 				if lo == 0 || c < lo {
 					lo = c
@@ -163,7 +189,12 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 			parts = append(parts, fmt.Sprintf("PG backend CPU per job, highest ÷ lowest of 2, 4, 8 = %.2f", hi/lo))
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(b.out, "%s: %s\n", s.name, strings.Join(parts, "; "))
+			if !v.apart {
+				if shared, apart := rate(8), rows[key(procVariant{sys: v.sys, apart: true}.label(), 8)]; shared > 0 && apart != nil && len(apart.runs) > 0 {
+					parts = append(parts, fmt.Sprintf("8 on one queue ÷ 8 apart = %.2f", shared/apart.med(func(x procRun) float64 { return x.rate })))
+				}
+			}
+			fmt.Fprintf(b.out, "%s: %s\n", v.label(), strings.Join(parts, "; "))
 		}
 	}
 	fmt.Fprintln(b.out)
@@ -171,17 +202,28 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 }
 
 // processRun enqueues the jobs, starts n children, lets them go at once and
-// times until the database holds no unfinished job.
-func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string, n int, pgss bool) (procRun, error) {
+// times until the databases hold no unfinished job. With one database all
+// children work its queue; with several (one per child), each child works
+// the queue of its own, which holds its share of the jobs.
+func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []string, n int, pgss bool) (procRun, error) {
 	var res procRun
-	db := dbName(dsn)
-	pool, q, err := openQueue(ctx, s, dsn, 4)
-	if err != nil {
-		return res, err
-	}
-	defer pool.Close()
-	if _, err := enqueueBulk(ctx, q, b.o.jobs, b.o.batch); err != nil {
-		return res, err
+	dbs := make([]string, len(dsns))
+	var qs queues
+	for i, dsn := range dsns {
+		dbs[i] = dbName(dsn)
+		pool, q, err := openQueue(ctx, s, dsn, 4)
+		if err != nil {
+			return res, err
+		}
+		defer pool.Close()
+		share := b.o.jobs / len(dsns)
+		if i == 0 {
+			share += b.o.jobs % len(dsns)
+		}
+		if _, err := enqueueBulk(ctx, q, share, b.o.batch); err != nil {
+			return res, err
+		}
+		qs = append(qs, q)
 	}
 
 	var children []*benchChild
@@ -217,8 +259,8 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		}
 	}
 	defer stop()
-	for range n {
-		c, err := startChild(ctx, exe, s.name, dsn, b.o.verbose,
+	for i := range n {
+		c, err := startChild(ctx, exe, s.name, dsns[i%len(dsns)], b.o.verbose,
 			"-tuned-concurrency", strconv.Itoa(b.o.tunedConcurrency),
 			"-tuned-batch", strconv.Itoa(b.o.tunedBatch),
 			"-skipjack-conns", strconv.Itoa(int(b.o.skipjackConns)))
@@ -227,7 +269,6 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		}
 		children = append(children, c)
 		readyErr := c.awaitReady()
-		i := len(children) - 1
 		go func() {
 			for {
 				line, err := c.out.ReadString('\n')
@@ -262,11 +303,11 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 	// Let the children's start-up statements settle before the clocks start.
 	time.Sleep(200 * time.Millisecond)
 	if pgss {
-		if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = $1), 0)`, db); err != nil {
+		if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, oid, 0) FROM pg_database WHERE datname = ANY($1)`, dbs); err != nil {
 			return res, fmt.Errorf("reset pg_stat_statements: %w", err)
 		}
 	}
-	cpu0, err := b.processCPU(ctx, db, children)
+	cpu0, err := b.processCPU(ctx, dbs, children)
 	if err != nil {
 		return res, err
 	}
@@ -276,7 +317,7 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 			return res, fmt.Errorf("start child: %w", err)
 		}
 	}
-	took, err := waitFinished(ctx, q, func() bool {
+	took, err := waitFinished(ctx, qs, func() bool {
 		var sum int64
 		for i := range handled {
 			sum += handled[i].Load()
@@ -286,7 +327,7 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 	if err != nil {
 		return res, err
 	}
-	cpu1, err := b.processCPU(ctx, db, children)
+	cpu1, err := b.processCPU(ctx, dbs, children)
 	if err != nil {
 		return res, err
 	}
@@ -312,7 +353,7 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 			coalesce(sum(total_exec_time) FILTER (WHERE claim), 0)::float8,
 			coalesce(sum(total_exec_time), 0)::float8
 			FROM (SELECT *, query ILIKE '%SKIP LOCKED%' AND query ILIKE '%UPDATE%' AS claim
-			      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)) s`, db).
+			      FROM pg_stat_statements WHERE dbid IN (SELECT oid FROM pg_database WHERE datname = ANY($1))) s`, dbs).
 			Scan(&res.stmts, &res.claimCalls, &res.claimRows, &res.claimBufs, &res.claimExecMs, &res.allExecMs)
 		if err != nil {
 			return res, fmt.Errorf("read pg_stat_statements: %w", err)
@@ -320,8 +361,8 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsn string
 		// The statements that cost the most, for the raw output.
 		rows, err := b.a.conn.Query(ctx, `SELECT calls, rows, shared_blks_hit + shared_blks_read, wal_records, total_exec_time,
 			regexp_replace(left(query, 400), '\s+', ' ', 'g')
-			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
-			ORDER BY total_exec_time DESC LIMIT 6`, db)
+			FROM pg_stat_statements WHERE dbid IN (SELECT oid FROM pg_database WHERE datname = ANY($1))
+			ORDER BY total_exec_time DESC LIMIT 6`, dbs)
 		if err != nil {
 			return res, fmt.Errorf("read pg_stat_statements: %w", err)
 		}
@@ -349,15 +390,17 @@ type procCPUReading struct {
 	children, backends map[int]float64 // pid -> CPU seconds
 }
 
-func (b *bench) processCPU(ctx context.Context, db string, children []*benchChild) (procCPUReading, error) {
+func (b *bench) processCPU(ctx context.Context, dbs []string, children []*benchChild) (procCPUReading, error) {
 	r := procCPUReading{children: map[int]float64{}, backends: map[int]float64{}}
-	bs, err := b.a.backends(ctx, db)
-	if err != nil {
-		return r, err
-	}
-	for _, be := range bs {
-		if c, err := procCPU(be.pid); err == nil {
-			r.backends[be.pid] = c
+	for _, db := range dbs {
+		bs, err := b.a.backends(ctx, db)
+		if err != nil {
+			return r, err
+		}
+		for _, be := range bs {
+			if c, err := procCPU(be.pid); err == nil {
+				r.backends[be.pid] = c
+			}
 		}
 	}
 	for _, c := range children {
@@ -367,6 +410,7 @@ func (b *bench) processCPU(ctx context.Context, db string, children []*benchChil
 		}
 		r.children[c.cmd.Process.Pid] = v
 	}
+	var err error
 	if r.self, err = procCPU(os.Getpid()); err != nil {
 		return r, err
 	}

@@ -172,7 +172,7 @@ func burnDown(ctx context.Context, q queue, n int, timeout time.Duration) (time.
 // then until the database reports no unfinished job, and returns the time
 // since start. ready may be nil: then the database is polled from the
 // beginning, every 20ms.
-func waitFinished(ctx context.Context, q queue, ready func() bool, start time.Time, timeout time.Duration, werr <-chan error) (time.Duration, error) {
+func waitFinished(ctx context.Context, q unfinishedCounter, ready func() bool, start time.Time, timeout time.Duration, werr <-chan error) (time.Duration, error) {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
@@ -204,6 +204,27 @@ func waitFinished(ctx context.Context, q queue, ready func() bool, start time.Ti
 			}
 		}
 	}
+}
+
+// unfinishedCounter counts the jobs of one queue, or several, that are
+// neither completed nor failed.
+type unfinishedCounter interface {
+	unfinished(ctx context.Context) (int64, error)
+}
+
+// queues counts the unfinished jobs of all its queues.
+type queues []queue
+
+func (qs queues) unfinished(ctx context.Context) (int64, error) {
+	var sum int64
+	for _, q := range qs {
+		n, err := q.unfinished(ctx)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // latency is the enqueue->start latency distribution of one run.

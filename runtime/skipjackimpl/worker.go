@@ -128,6 +128,11 @@ type runner[T any] struct {
 	// they run on a store given as is, in tests): claims of a queue with
 	// limits open their transactions there.
 	control *pgxpool.Pool
+	// steered and inTurn run the claims of a queue without limits on the
+	// control pool (see claimBatch): steered ones alone, inTurn ones in
+	// turns with the other processes' claims. Both are nil with no control
+	// pool.
+	steered, inTurn queries
 	// budget is the handler budget of the group this run belongs to (nil
 	// outside skipjack.RunGroup), in which it is member number member.
 	budget *link.Budget
@@ -259,6 +264,8 @@ func (r *runner[T]) run(ctx context.Context) error {
 		warm(control, maxClaimsInFlight)
 		r.useStore(r.w.bind(control))
 		r.control = control
+		r.steered = r.w.bind(claimBatch{pool: control})
+		r.inTurn = r.w.bind(claimBatch{pool: control, turn: true, key: turnKey(r.spec.Name)})
 	}
 	if err := r.liveness.renew(r.stmtTimeout); err != nil {
 		if missingTable(err) {

@@ -1,0 +1,123 @@
+package skipjack_test
+
+import (
+	"context"
+	"hash/fnv"
+	"testing"
+	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
+)
+
+// TestClaimPlanIgnoresStaleStatistics checks that a claim reads the claim
+// index only about as far as the jobs it takes when the table's statistics
+// say the queue is empty, as they do after an ANALYZE in a quiet spell
+// followed by a burst. Left to the planner, the custom plans of each new
+// connection's first claims read every pending job through a bitmap and
+// sort them all to lock a few.
+func TestClaimPlanIgnoresStaleStatistics(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `ANALYZE "skipjack"."demo"`); err != nil {
+		t.Fatal(err)
+	}
+	const pending = 50_000
+	enqueueDemo(t, pool, pending)
+	runs := newTally()
+	// Claims of up to 500 jobs: more than the statistics let the planner
+	// expect, so that it would sort them all rather than read them in order.
+	stop := start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+		runs.add(job.ID)
+		time.Sleep(20 * time.Millisecond)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
+	waitFor(t, 10*time.Second, "the first 2,000 jobs", func() bool { return runs.len() >= 2000 })
+	// The worker's own connections close when it stops, and a closing
+	// connection flushes its statistics.
+	stop()
+	const stats = `SELECT idx_scan, idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'demo_claim_idx'`
+	var scans, read int64
+	waitFor(t, 10*time.Second, "the claims' index statistics", func() bool {
+		if err := pool.QueryRow(ctx, stats).Scan(&scans, &read); err != nil {
+			t.Fatal(err)
+		}
+		return scans > 0
+	})
+	time.Sleep(500 * time.Millisecond) // the other connections' statistics
+	if err := pool.QueryRow(ctx, stats).Scan(&scans, &read); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d claims read %d claim index entries to take %d jobs", scans, read, runs.len())
+	if read >= pending/2 {
+		t.Errorf("the claims read %d claim index entries to take %d of %d pending jobs; want a plan that stops near the jobs it takes", read, runs.len(), pending)
+	}
+}
+
+// turnKey is the advisory lock under which the claims of the queue named
+// name take turns while other processes claim it too (see the runtime's
+// docs/architecture.md): a 64-bit FNV-1a hash of "skipjack:claim-turn:" and
+// the name.
+func turnKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("skipjack:claim-turn:" + name))
+	return int64(h.Sum64())
+}
+
+// TestCrowdedClaimsTakeTurns checks that workers that see each other's
+// claims between their own, and claim hundreds of jobs at a time, take
+// turns under the queue's turn lock: while another session holds it, their
+// claims wait for it, and once it is gone every job still runs, and runs
+// once.
+func TestCrowdedClaimsTakeTurns(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	const jobs = 40_000
+	enqueueDemo(t, pool, jobs)
+	runs := newTally()
+	// Three workers interleave their claims of 500 jobs, so each sees the
+	// others' jobs between its own.
+	for range 3 {
+		start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+			runs.add(job.ID)
+			time.Sleep(50 * time.Millisecond)
+			return nil
+		}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
+	}
+	waitFor(t, 30*time.Second, "the workers to run 12,000 jobs", func() bool { return runs.len() >= 12_000 })
+
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	key := turnKey("demo")
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
+		}
+	}()
+	waitFor(t, 10*time.Second, "a claim to wait for its turn", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND NOT granted
+			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint = $1::bigint & 4294967295`, key) > 0
+	})
+	if n := runs.len(); n == jobs {
+		t.Fatalf("all %d jobs ran while another session held the turn lock", n)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	locked = false
+	waitFor(t, time.Minute, "every job to run", func() bool { return runs.len() == jobs })
+	if d := runs.duplicates(); d != 0 {
+		t.Errorf("%d jobs ran more than once", d)
+	}
+}
