@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 )
@@ -65,6 +66,16 @@ func turnKey(name string) int64 {
 	return int64(h.Sum64())
 }
 
+// turnWaiters counts the sessions of this test's database that wait for the
+// advisory lock key.
+func turnWaiters(t *testing.T, pool *pgxpool.Pool, key int64) int64 {
+	t.Helper()
+	return queryInt(t, pool, `SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND NOT granted
+		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint = $1::bigint & 4294967295`, key)
+}
+
 // TestCrowdedClaimsTakeTurns checks that workers that see each other's
 // claims between their own, and claim hundreds of jobs at a time, take
 // turns under the queue's turn lock: while another session holds it, their
@@ -104,10 +115,7 @@ func TestCrowdedClaimsTakeTurns(t *testing.T) {
 		}
 	}()
 	waitFor(t, 10*time.Second, "a claim to wait for its turn", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND NOT granted
-			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			  AND classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint = $1::bigint & 4294967295`, key) > 0
+		return turnWaiters(t, pool, key) > 0
 	})
 	if n := runs.len(); n == jobs {
 		t.Fatalf("all %d jobs ran while another session held the turn lock", n)
@@ -117,6 +125,54 @@ func TestCrowdedClaimsTakeTurns(t *testing.T) {
 	}
 	locked = false
 	waitFor(t, time.Minute, "every job to run", func() bool { return runs.len() == jobs })
+	if d := runs.duplicates(); d != 0 {
+		t.Errorf("%d jobs ran more than once", d)
+	}
+}
+
+// TestStartingWorkerTakesTurns checks that a worker that claims hundreds of
+// jobs at a time takes turns from its first claim, before its claims could
+// show whether other processes claim the queue too: workers that start
+// together meet the backlog together. While another session holds the
+// queue's turn lock, a starting worker runs nothing; once the lock is gone,
+// it runs every job.
+func TestStartingWorkerTakesTurns(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	const jobs = 1000
+	enqueueDemo(t, pool, jobs)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	key := turnKey("demo")
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
+		}
+	}()
+	runs := newTally()
+	start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+		runs.add(job.ID)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
+	waitFor(t, 10*time.Second, "the first claim to wait for its turn", func() bool {
+		return turnWaiters(t, pool, key) > 0
+	})
+	if n := runs.len(); n != 0 {
+		t.Fatalf("%d jobs ran while another session held the turn lock, want 0", n)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	locked = false
+	waitFor(t, 30*time.Second, "every job to run", func() bool { return runs.len() == jobs })
 	if d := runs.duplicates(); d != 0 {
 		t.Errorf("%d jobs ran more than once", d)
 	}

@@ -3,9 +3,10 @@ package skipjackimpl
 import "testing"
 
 // TestCrowd: a worker that claims alone covers its ids densely, whatever
-// order its two claims in flight come back in; chunks of other processes
-// between its claims make it crowded, and it is no longer crowded once
-// they stop.
+// order its two claims in flight come back in, and its window is full (so
+// that it trusts what it sees) after crowdWindow claims; chunks of other
+// processes between its claims make it crowded, and it is no longer
+// crowded once they stop.
 func TestCrowd(t *testing.T) {
 	span := func(lo, hi int64) claimResult {
 		return claimResult{n: int(hi - lo + 1), minID: lo, maxID: hi}
@@ -14,6 +15,9 @@ func TestCrowd(t *testing.T) {
 	for i, r := range []claimResult{span(101, 200), span(1, 100), span(301, 400), span(201, 300), span(401, 500)} {
 		if alone.add(r) {
 			t.Errorf("alone, claim %d: crowded, want not", i)
+		}
+		if got, want := alone.full(), i+1 >= crowdWindow; got != want {
+			t.Errorf("alone, claim %d: full() = %v, want %v", i, got, want)
 		}
 	}
 	var shared crowd

@@ -71,6 +71,9 @@ func (c *crowd) add(res claimResult) bool {
 	return 2*taken < hi-lo+1
 }
 
+// full reports whether crowdWindow claims have been recorded.
+func (c *crowd) full() bool { return c.next >= crowdWindow }
+
 // claimResult is what one claim statement did.
 type claimResult struct {
 	limit, n     int
@@ -119,9 +122,12 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	results := make(chan claimResult, maxClaimsInFlight)
 	inFlight := 0
 	// Whether other claimers work this queue (see crowd): then one claim
-	// runs at a time.
+	// runs at a time. A worker assumes it has company until its first
+	// crowdWindow claims show otherwise: workers that start together, as
+	// after a deploy or an outage, meet a backlog all at once, which is
+	// when their claims would walk past each other the most.
 	var ids crowd
-	crowded := false
+	crowded := true
 
 	for ctx.Err() == nil {
 		if more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == 0) {
@@ -158,7 +164,9 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 			}
 			bo.reset()
 			if res.n > 0 {
-				crowded = ids.add(res)
+				if c := ids.add(res); ids.full() {
+					crowded = c
+				}
 			}
 			lastFull = res.n == res.limit
 			more = more || lastFull
