@@ -51,6 +51,7 @@ type options struct {
 	idleFor          time.Duration
 	heap             int
 	cpuProfile       string
+	memProfile       string
 	verbose          bool
 	keepDBs          bool
 
@@ -109,6 +110,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")
 	fs.IntVar(&o.heap, "heap", 0, "experiment: Go heap per in-flight job of one worker at this Concurrency (MaxWorkers for River) with handlers blocked, e.g. 1000")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to this file")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of this process to this file when the run ends")
 	fs.BoolVar(&o.verbose, "v", false, "show the systems' warnings (River, skipjack) and progress")
 	fs.BoolVar(&o.keepDBs, "keep-dbs", false, "do not drop the benchmark databases")
 	fs.StringVar(&o.child, "child", "", "internal: run as a worker process of this system")
@@ -229,6 +231,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("cpu profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.memProfile != "" {
+		defer writeAllocProfile(o.memProfile, out)
 	}
 	systems, err := selected(o)
 	if err != nil {
@@ -416,4 +421,19 @@ func (b *bench) burnTimeout(system) time.Duration {
 		return 30 * time.Second
 	}
 	return 60*time.Second + time.Duration(b.o.jobs)*5*time.Millisecond
+}
+
+// writeAllocProfile writes the allocation profile of this process to path;
+// a failure is reported on out, since the benchmark's results stand.
+func writeAllocProfile(path string, out io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(out, "memprofile: %v\n", err)
+	}
 }

@@ -177,3 +177,45 @@ func TestStartingWorkerTakesTurns(t *testing.T) {
 		t.Errorf("%d jobs ran more than once", d)
 	}
 }
+
+// TestStalledTurnDoesNotStopClaims checks that a session that holds the
+// queue's turn lock and does not let go, as the backend of a claim whose
+// client stopped reading its rows does (a frozen process, a host cut off
+// the network: the server blocks writing the rows until TCP gives up,
+// which can take many minutes), does not stop the queue. Three workers
+// that claim 500 jobs at a time see each other's claims and take turns; a
+// claim that waits longer than turnWait (2 s here) claims without a turn,
+// and its worker claims without turns for a while, so the workers run
+// every job while the lock is still held, sooner than one wait per claim
+// would allow.
+func TestStalledTurnDoesNotStopClaims(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	const jobs = 15_000
+	enqueueDemo(t, pool, jobs)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	key := turnKey("demo")
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	runs := newTally()
+	for range 3 {
+		start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+			runs.add(job.ID)
+			return nil
+		}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
+	}
+	waitFor(t, 10*time.Second, "a claim to wait for its turn", func() bool {
+		return turnWaiters(t, pool, key) > 0
+	})
+	// 30 claims of 500: one 2 s wait per claim would take 20 s.
+	waitFor(t, 10*time.Second, "every job to run while the turn lock is held", func() bool { return runs.len() == jobs })
+	if d := runs.duplicates(); d != 0 {
+		t.Errorf("%d jobs ran more than once", d)
+	}
+}

@@ -114,6 +114,9 @@ feature_mutants=(
   "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& r.cfg.BatchSize >= turnMinClaim/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."
   "starts-alone :: skipjackimpl/fetch.go :: s/^\tcrowded := true$/\tcrowded := false/ :: TestStartingWorkerTakesTurns :: ."
   "turn-without-lock :: skipjackimpl/claimbatch.go :: s/^\t\tb.Queue(turnSQL, c.key)$/\t\tb.Queue(steerSQL)/ :: TestCrowdedClaimsTakeTurns :: ."
+  "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, fmt.Sprintf(\"%dms\", max(c.wait.Milliseconds(), 1)))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
+  "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."
+  "turns-never-pause :: skipjackimpl/fetch.go :: s/turnsOffUntil = time.Now().Add(turnPause)/_ = turnPause/ :: TestStalledTurnDoesNotStopClaims :: ."
 )
 mutants+=("${feature_mutants[@]}")
 

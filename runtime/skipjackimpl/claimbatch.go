@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,13 +24,20 @@ import (
 //     (turnKey). The claim takes its snapshot only once the lock is
 //     granted, so it sees every claim that held the lock before it as
 //     committed: it never walks past rows another claim holds locked, or
-//     claimed while it ran (see crowdWindow).
+//     claimed while it ran (see crowdWindow). It waits for the lock at most
+//     wait (lock_timeout, for that statement only): a claim holds the lock
+//     until it commits, and the backend of a claim whose client stopped
+//     reading its rows (a frozen process, a host cut off the network) does
+//     not commit until TCP gives up on the client, which can take many
+//     minutes. A wait that times out fails the batch with errTurnWaited,
+//     and the runner claims again without turns (runner.claim).
 //
 // It implements only Query, the method a :many claim runs on.
 type claimBatch struct {
 	pool *pgxpool.Pool
 	turn bool
-	key  int64 // the turn lock, when turn is set
+	key  int64         // the turn lock, when turn is set
+	wait time.Duration // the longest wait for the turn lock, when turn is set
 }
 
 // steerSQL turns off, until the end of the transaction, the plans that
@@ -40,8 +48,22 @@ type claimBatch struct {
 // that grows with the backlog and that every new connection pays again.
 const steerSQL = "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)"
 
-// turnSQL is steerSQL that also waits for the queue's turn lock ($1).
-const turnSQL = steerSQL + ", pg_advisory_xact_lock($1)"
+// The statements that take the queue's turn lock, after steerSQL: the
+// first bounds the wait ($1, lock_timeout for the transaction), the second
+// waits for the lock ($1, the key), the third gives the claim its usual
+// lock_timeout back (the session's default: a value the session SET itself
+// is not restored, only for this claim's transaction). Separate statements,
+// because the order in which one statement evaluates its expressions is
+// not defined.
+const (
+	turnWaitSQL = "SELECT set_config('lock_timeout', $1, true)"
+	turnSQL     = "SELECT pg_advisory_xact_lock($1)"
+	turnDoneSQL = "SET LOCAL lock_timeout TO DEFAULT"
+)
+
+// errTurnWaited is the error of a claim batch whose wait for the queue's
+// turn lock timed out; nothing was claimed.
+var errTurnWaited = errors.New("skipjack: waited too long for the queue's claim turn")
 
 // turnKey returns the advisory lock key under which the claims of the
 // queue named name take turns while other processes claim it too: a 64-bit
@@ -59,16 +81,22 @@ var errClaimOnly = errors.New("skipjack: a claim batch runs only the claim query
 // implicit transaction and one round trip.
 func (c claimBatch) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
+	b.Queue(steerSQL)
 	if c.turn {
+		b.Queue(turnWaitSQL, fmt.Sprintf("%dms", max(c.wait.Milliseconds(), 1)))
 		b.Queue(turnSQL, c.key)
-	} else {
-		b.Queue(steerSQL)
+		b.Queue(turnDoneSQL)
 	}
 	b.Queue(sql, args...)
 	br := c.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return nil, fmt.Errorf("prepare claim: %w", err)
+	for i := range b.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			if c.turn && i == 2 && sqlState(err) == "55P03" {
+				return nil, fmt.Errorf("%w (%v): %w", errTurnWaited, c.wait, err)
+			}
+			return nil, fmt.Errorf("prepare claim: %w", err)
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {

@@ -265,7 +265,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 		r.useStore(r.w.bind(control))
 		r.control = control
 		r.steered = r.w.bind(claimBatch{pool: control})
-		r.inTurn = r.w.bind(claimBatch{pool: control, turn: true, key: turnKey(r.spec.Name)})
+		r.inTurn = r.w.bind(claimBatch{pool: control, turn: true, key: turnKey(r.spec.Name), wait: turnWait(r.stmtTimeout)})
 	}
 	if err := r.liveness.renew(r.stmtTimeout); err != nil {
 		if missingTable(err) {
