@@ -171,12 +171,14 @@ func burnDown(ctx context.Context, q queue, n int, timeout time.Duration) (time.
 // waitFinished waits until ready reports true (checked often, cheaply) and
 // then until the database reports no unfinished job, and returns the time
 // since start. ready may be nil: then the database is polled from the
-// beginning, every 20ms.
+// beginning, every 20ms. It gives up at timeout, or sooner when no job
+// finished for stallAfter (a system that stopped making progress).
 func waitFinished(ctx context.Context, q unfinishedCounter, ready func() bool, start time.Time, timeout time.Duration, werr <-chan error) (time.Duration, error) {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	var lastPoll time.Time
+	var lastPoll, lastCheck time.Time
+	lastLeft, progressAt := int64(-1), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -187,6 +189,18 @@ func waitFinished(ctx context.Context, q unfinishedCounter, ready func() bool, s
 			if now.After(deadline) {
 				left, _ := q.unfinished(ctx)
 				return 0, fmt.Errorf("timed out after %v with %d jobs unfinished", timeout, left)
+			}
+			if now.Sub(lastCheck) >= stallCheck {
+				lastCheck = now
+				left, err := q.unfinished(ctx)
+				if err != nil {
+					return 0, fmt.Errorf("count unfinished: %w", err)
+				}
+				if left != lastLeft {
+					lastLeft, progressAt = left, now
+				} else if now.Sub(progressAt) >= stallAfter {
+					return 0, fmt.Errorf("stalled: %d jobs unfinished, none finished in the last %v", left, stallAfter)
+				}
 			}
 			if ready != nil && !ready() {
 				continue
@@ -205,6 +219,15 @@ func waitFinished(ctx context.Context, q unfinishedCounter, ready func() bool, s
 		}
 	}
 }
+
+// stallAfter is how long waitFinished waits for the next job to finish
+// before it calls the burn-down stalled.
+const stallAfter = 30 * time.Second
+
+// stallCheck is how often waitFinished counts the unfinished jobs to see
+// whether the burn-down stalled: rarely, since the count is server CPU the
+// burn-down's figures include.
+const stallCheck = 5 * time.Second
 
 // unfinishedCounter counts the jobs of one queue, or several, that are
 // neither completed nor failed.
