@@ -12,8 +12,8 @@ import (
 )
 
 // claimBatch runs the claim statement of a queue without limits in one
-// round trip, behind a statement that prepares its implicit transaction.
-// Both go out as one pipelined batch with a single Sync, so they run in one
+// round trip, behind the statements that prepare its implicit transaction.
+// All go out as one pipelined batch with a single Sync, so they run in one
 // transaction that commits after the claim:
 //
 //   - The first statement steers the planner, for that transaction only, to
@@ -77,8 +77,8 @@ func turnKey(name string) int64 {
 // errClaimOnly is what claimBatch returns for anything but Query.
 var errClaimOnly = errors.New("skipjack: a claim batch runs only the claim query")
 
-// Query runs sql, the claim, after the batch's first statement, in one
-// implicit transaction and one round trip.
+// Query runs sql, the claim, after the statements that prepare its
+// transaction, in one implicit transaction and one round trip.
 func (c claimBatch) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
 	b.Queue(steerSQL)

@@ -30,16 +30,17 @@ const maxClaimsInFlight = 2
 // the claims in flight on the queue, across all processes; with several
 // processes claiming, the group commit that a second claim in flight buys
 // happens across processes anyway. Workers that claim at least
-// turnMinClaim jobs at a time also take turns with the other processes' claims (see claimBatch), so
-// that they walk past none of them.
+// turnMinClaim jobs at a time also take turns with the other processes'
+// claims (see claimBatch), so that they walk past none of them.
 const crowdWindow = 4
 
 // turnMinClaim is the smallest BatchSize whose claims take turns while the
-// worker is crowded. A turn lasts until the claim's commit is flushed, so claims that
-// take turns cannot share WAL flushes, and a saturated server slows every
-// turn down for all who wait; a claim is worth that wait only when it is
-// large enough that walking past the others' equally large claims costs
-// more. Measured on 2 cores at 8 processes (BENCHMARKS.md, issue 28):
+// worker is crowded. A turn lasts until the claim's commit is flushed, so
+// claims that take turns cannot share WAL flushes, and a saturated server
+// slows every turn down for all who wait; a claim is worth that wait only
+// when it is large enough that walking past the others' equally large
+// claims costs more. Measured on 2 cores at 8 processes (BENCHMARKS.md,
+// issue 28):
 // claims of about 2,000 jobs take 20-35% less Postgres CPU per job and run
 // faster in turns, claims of about 120 jobs run slower.
 const turnMinClaim = 500
@@ -53,8 +54,8 @@ func turnWait(stmtTimeout time.Duration) time.Duration {
 }
 
 // maxTurnWait bounds turnWait. In turn, each claim waits for the claims of
-// the processes ahead of it; at 16 processes claiming 2,000 jobs each on 2
-// cores, that was up to about 0.7 s.
+// the processes ahead of it: at 16 processes claiming 2,000 jobs each on 2
+// cores, up to 15 claims of 30-50 ms each.
 const maxTurnWait = 2 * time.Second
 
 // turnPause is how long a worker claims without turns after a wait for its
