@@ -3,6 +3,7 @@ package skipjack_test
 import (
 	"context"
 	"hash/fnv"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,33 @@ func turnWaiters(t *testing.T, pool *pgxpool.Pool, key int64) int64 {
 		  AND classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint = $1::bigint & 4294967295`, key)
 }
 
+// holdTurn takes the turn lock key in a session of its own, as the claim
+// of another process would, and returns the function that lets go of it
+// (the test's cleanup calls it too).
+func holdTurn(t *testing.T, pool *pgxpool.Pool, key int64) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		conn.Release()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+				t.Errorf("let go of the turn lock: %v", err)
+			}
+			conn.Release()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
 // TestCrowdedClaimsTakeTurns checks that workers that see each other's
 // claims between their own, and claim hundreds of jobs at a time, take
 // turns under the queue's turn lock: while another session holds it, their
@@ -84,7 +112,6 @@ func turnWaiters(t *testing.T, pool *pgxpool.Pool, key int64) int64 {
 func TestCrowdedClaimsTakeTurns(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 20)
-	ctx := context.Background()
 	const jobs = 40_000
 	enqueueDemo(t, pool, jobs)
 	runs := newTally()
@@ -99,31 +126,15 @@ func TestCrowdedClaimsTakeTurns(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the workers to run 12,000 jobs", func() bool { return runs.len() >= 12_000 })
 
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
 	key := turnKey("demo")
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
-		}
-	}()
+	release := holdTurn(t, pool, key)
 	waitFor(t, 10*time.Second, "a claim to wait for its turn", func() bool {
 		return turnWaiters(t, pool, key) > 0
 	})
 	if n := runs.len(); n == jobs {
 		t.Fatalf("all %d jobs ran while another session held the turn lock", n)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
-		t.Fatal(err)
-	}
-	locked = false
+	release()
 	waitFor(t, time.Minute, "every job to run", func() bool { return runs.len() == jobs })
 	if d := runs.duplicates(); d != 0 {
 		t.Errorf("%d jobs ran more than once", d)
@@ -139,24 +150,10 @@ func TestCrowdedClaimsTakeTurns(t *testing.T) {
 func TestStartingWorkerTakesTurns(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 10)
-	ctx := context.Background()
 	const jobs = 1000
 	enqueueDemo(t, pool, jobs)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
 	key := turnKey("demo")
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
-		}
-	}()
+	release := holdTurn(t, pool, key)
 	runs := newTally()
 	start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
 		runs.add(job.ID)
@@ -168,10 +165,7 @@ func TestStartingWorkerTakesTurns(t *testing.T) {
 	if n := runs.len(); n != 0 {
 		t.Fatalf("%d jobs ran while another session held the turn lock, want 0", n)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
-		t.Fatal(err)
-	}
-	locked = false
+	release()
 	waitFor(t, 30*time.Second, "every job to run", func() bool { return runs.len() == jobs })
 	if d := runs.duplicates(); d != 0 {
 		t.Errorf("%d jobs ran more than once", d)
@@ -191,18 +185,10 @@ func TestStartingWorkerTakesTurns(t *testing.T) {
 func TestStalledTurnDoesNotStopClaims(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 20)
-	ctx := context.Background()
 	const jobs = 15_000
 	enqueueDemo(t, pool, jobs)
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
 	key := turnKey("demo")
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, key); err != nil {
-		t.Fatal(err)
-	}
+	holdTurn(t, pool, key)
 	runs := newTally()
 	for range 3 {
 		start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
