@@ -12,6 +12,27 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 )
 
+// startBigBatchWorkers starts n demo workers that claim up to 500 jobs at a
+// time (enough to take turns while they see each other's claims); each
+// handler records its job in runs and then sleeps for sleep. It returns the
+// function that stops them all (start's cleanup stops them too).
+func startBigBatchWorkers(t *testing.T, pool *pgxpool.Pool, n int, sleep time.Duration, runs *tally) (stop func()) {
+	t.Helper()
+	var stops []func()
+	for range n {
+		stops = append(stops, start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+			runs.add(job.ID)
+			time.Sleep(sleep)
+			return nil
+		}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)})))
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
 // TestClaimPlanIgnoresStaleStatistics checks that a claim reads the claim
 // index only about as far as the jobs it takes when the table's statistics
 // say the queue is empty, as they do after an ANALYZE in a quiet spell
@@ -30,11 +51,7 @@ func TestClaimPlanIgnoresStaleStatistics(t *testing.T) {
 	runs := newTally()
 	// Claims of up to 500 jobs: more than the statistics let the planner
 	// expect, so that it would sort them all rather than read them in order.
-	stop := start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
-		runs.add(job.ID)
-		time.Sleep(20 * time.Millisecond)
-		return nil
-	}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
+	stop := startBigBatchWorkers(t, pool, 1, 20*time.Millisecond, runs)
 	waitFor(t, 10*time.Second, "the first 2,000 jobs", func() bool { return runs.len() >= 2000 })
 	// The worker's own connections close when it stops, and a closing
 	// connection flushes its statistics.
@@ -117,13 +134,7 @@ func TestCrowdedClaimsTakeTurns(t *testing.T) {
 	runs := newTally()
 	// Three workers interleave their claims of 500 jobs, so each sees the
 	// others' jobs between its own.
-	for range 3 {
-		start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
-			runs.add(job.ID)
-			time.Sleep(50 * time.Millisecond)
-			return nil
-		}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
-	}
+	startBigBatchWorkers(t, pool, 3, 50*time.Millisecond, runs)
 	waitFor(t, 30*time.Second, "the workers to run 12,000 jobs", func() bool { return runs.len() >= 12_000 })
 
 	key := turnKey("demo")
@@ -155,10 +166,7 @@ func TestStartingWorkerTakesTurns(t *testing.T) {
 	key := turnKey("demo")
 	release := holdTurn(t, pool, key)
 	runs := newTally()
-	start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
-		runs.add(job.ID)
-		return nil
-	}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
+	startBigBatchWorkers(t, pool, 1, 0, runs)
 	waitFor(t, 10*time.Second, "the first claim to wait for its turn", func() bool {
 		return turnWaiters(t, pool, key) > 0
 	})
@@ -190,12 +198,7 @@ func TestStalledTurnDoesNotStopClaims(t *testing.T) {
 	key := turnKey("demo")
 	holdTurn(t, pool, key)
 	runs := newTally()
-	for range 3 {
-		start(t, demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
-			runs.add(job.ID)
-			return nil
-		}, skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500, Logger: quietLogger(t)}))
-	}
+	startBigBatchWorkers(t, pool, 3, 0, runs)
 	waitFor(t, 10*time.Second, "a claim to wait for its turn", func() bool {
 		return turnWaiters(t, pool, key) > 0
 	})

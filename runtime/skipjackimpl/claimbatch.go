@@ -82,8 +82,10 @@ var errClaimOnly = errors.New("skipjack: a claim batch runs only the claim query
 func (c claimBatch) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
 	b.Queue(steerSQL)
+	turnAt := -1 // the position of the statement that waits for the turn
 	if c.turn {
 		b.Queue(turnWaitSQL, fmt.Sprintf("%dms", max(c.wait.Milliseconds(), 1)))
+		turnAt = b.Len()
 		b.Queue(turnSQL, c.key)
 		b.Queue(turnDoneSQL)
 	}
@@ -92,7 +94,7 @@ func (c claimBatch) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 	for i := range b.Len() - 1 {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			if c.turn && i == 2 && sqlState(err) == "55P03" {
+			if i == turnAt && sqlState(err) == "55P03" {
 				return nil, fmt.Errorf("%w (%v): %w", errTurnWaited, c.wait, err)
 			}
 			return nil, fmt.Errorf("prepare claim: %w", err)
