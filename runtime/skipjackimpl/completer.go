@@ -42,13 +42,27 @@ type completer[T any] struct {
 	resolves     []*entry[T]   // other outcomes, not yet written
 	flushing     int           // results inside a flush statement now
 	pendingSince time.Time     // when the oldest unflushed result arrived
-	flushNow     chan struct{} // a batch is full, or the first result arrived
+	idleFlush    bool          // the run went idle with idleFlushMin results waiting: flush without waiting out AckDelay
+	flushNow     chan struct{} // a batch is full, the first result arrived, or the run went idle
 }
+
+// idleFlushMin is how many results must be waiting for the completer to
+// flush them without waiting out AckDelay when the run has nothing left
+// prefetched or running (add's idle), at the end of a burst. AckDelay
+// lets the results of a steady trickle share a commit (about ten per
+// commit at a few hundred jobs/s); those gather while the run is idle
+// between jobs, so a run that goes idle with few results waiting still
+// waits. With this many, the commit is already shared widely, no more
+// results are coming soon to share it, and waiting would only keep the
+// burst's last jobs unacknowledged (running, leased) for up to AckDelay.
+const idleFlushMin = 100
 
 // add queues the result of e's attempt: its acknowledgement when
 // completed, else res. It wakes the flusher when the result is the first
-// unflushed one (which starts the AckDelay clock) or fills a batch.
-func (c *completer[T]) add(e *entry[T], res Resolution, completed bool, now time.Time) {
+// unflushed one (which starts the AckDelay clock), fills a batch, or is
+// the last of a burst: idle reports that the run has no other job
+// prefetched or running, and at least idleFlushMin results are waiting.
+func (c *completer[T]) add(e *entry[T], res Resolution, completed, idle bool, now time.Time) {
 	c.mu.Lock()
 	if len(c.acks)+len(c.resolves) == 0 {
 		c.pendingSince = now
@@ -61,8 +75,12 @@ func (c *completer[T]) add(e *entry[T], res Resolution, completed bool, now time
 		c.resolves = append(c.resolves, e)
 	}
 	n := len(c.acks) + len(c.resolves)
+	early := idle && n >= idleFlushMin
+	if early {
+		c.idleFlush = true
+	}
 	c.mu.Unlock()
-	if n == 1 || n == c.batchSize {
+	if n == 1 || n == c.batchSize || early {
 		signal(c.flushNow)
 	}
 }
@@ -104,9 +122,11 @@ func (c *completer[T]) flushLoop(final <-chan struct{}) {
 		c.mu.Lock()
 		n := len(c.acks) + len(c.resolves)
 		wait := c.ackDelay - time.Since(c.pendingSince)
+		early := c.idleFlush
+		c.idleFlush = false
 		c.mu.Unlock()
 
-		if n > 0 && (stopping || n >= c.batchSize || wait <= 0) {
+		if n > 0 && (stopping || n >= c.batchSize || wait <= 0 || early) {
 			ctx, cancel := context.WithTimeout(context.Background(), c.stmtTimeout)
 			if stopping {
 				ctx, cancel = context.WithDeadline(context.Background(), deadline)

@@ -34,11 +34,29 @@ type fakeStore struct {
 	discardAcks   bool   // count acknowledgements without recording their ids
 	rejectMessage string // Resolve fails as Postgres does for bad data when a message contains it
 	resolveCalls  int    // Resolve statements run
+	// slowEmptyClaims makes a claim of an empty queue take this long (or
+	// until its context ends), as a claim in flight when a burst ends;
+	// emptyClaimed, when non-nil, is closed when the first such claim
+	// starts.
+	slowEmptyClaims time.Duration
+	emptyClaimed    chan struct{}
+	emptyOnce       sync.Once
 }
 
-func (f *fakeStore) Claim(_ context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
+func (f *fakeStore) Claim(ctx context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(f.pending) == 0 && f.slowEmptyClaims > 0 {
+		if f.emptyClaimed != nil {
+			f.emptyOnce.Do(func() { close(f.emptyClaimed) })
+		}
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.slowEmptyClaims):
+		}
+		f.mu.Lock()
+	}
 	n := min(limit, len(f.pending))
 	rows := make([]ClaimedRow, n)
 	payload := f.payload
@@ -288,3 +306,46 @@ func TestLostLeaseResultDropped(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestIdleRunFlushesBurst checks when a run that has nothing left to do
+// acknowledges without waiting out AckDelay: at the end of a burst
+// (idleFlushMin results or more waiting) it flushes at once, while the few
+// results of a trickle still wait to share a commit.
+func TestIdleRunFlushesBurst(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		jobs    int
+		flushed bool // within the test's wait, long before AckDelay
+	}{
+		{"burst", idleFlushMin + 50, true},
+		{"trickle", 5, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// The handlers end while a claim of the empty queue is in
+			// flight: it reserves capacity but holds no job, so the run
+			// is idle.
+			f := &fakeStore{pending: ids(tc.jobs), slowEmptyClaims: time.Second, emptyClaimed: make(chan struct{})}
+			var handled sync.WaitGroup
+			handled.Add(tc.jobs)
+			cfg := skipjack.WorkerConfig{Concurrency: 200, BatchSize: 1000, AckDelay: time.Hour}
+			stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second}, cfg,
+				func(context.Context, *skipjack.Job[struct{}]) error {
+					<-f.emptyClaimed
+					handled.Done()
+					return nil
+				})
+			defer stop()
+			handled.Wait()
+			if tc.flushed {
+				waitFor(t, "the burst's acknowledgements", func() bool { return len(f.completed()) == tc.jobs })
+				return
+			}
+			time.Sleep(300 * time.Millisecond) // an absence can only be watched for a while
+			if got := f.completed(); len(got) != 0 {
+				t.Errorf("acknowledged %d jobs of a trickle before AckDelay, want them to wait", len(got))
+			}
+		})
+	}
+}

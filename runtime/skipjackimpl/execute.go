@@ -208,10 +208,11 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	default:
 		queue = true
 	}
-	claimable := r.inflight == 0 || r.maxHeld-r.inflight == r.minClaim
+	idle := r.inflight == r.asked // nothing prefetched or running
+	claimable := idle || r.maxHeld-r.inflight == r.minClaim
 	r.mu.Unlock()
 	if queue {
-		r.results.add(e, res, completed, time.Now())
+		r.results.add(e, res, completed, idle, time.Now())
 	}
 	if claimable {
 		signal(r.capacityFreed)

@@ -263,6 +263,7 @@ func (r *runner[T]) reserve() int {
 		return 0
 	}
 	r.inflight += limit
+	r.asked += limit
 	return limit
 }
 
@@ -316,6 +317,7 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 		e.decodeErr = decode(r.log, e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()
+	r.asked -= limit
 	if r.stopped {
 		r.inflight -= limit
 		r.mu.Unlock()

@@ -225,7 +225,7 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 			Action:  ActionRetry,
 			Delay:   retryDelay(int(e.row.Attempt), r.spec.BackoffMin, r.spec.BackoffMax),
 			Message: fmt.Sprintf("handler ignored its context for %v past its %v timeout; abandoned", now.Sub(e.startedAt)-r.spec.Timeout, r.spec.Timeout),
-		}, false, now)
+		}, false, false, now)
 	}
 	runAll(ends)
 	if len(ids) > 0 {

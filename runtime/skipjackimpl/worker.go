@@ -151,7 +151,8 @@ type runner[T any] struct {
 	mu       sync.Mutex
 	held     map[int64]*entry[T] // every job whose claim this run holds
 	queue    []*entry[T]         // claimed, not started
-	inflight int                 // prefetched + running
+	inflight int                 // prefetched + running + asked
+	asked    int                 // capacity reserved by claims in flight (see reserve)
 	stopped  bool                // no job starts any more
 	timeouts *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
 
