@@ -117,6 +117,7 @@ feature_mutants=(
   "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, fmt.Sprintf(\"%dms\", max(c.wait.Milliseconds(), 1)))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turns-never-pause :: skipjackimpl/fetch.go :: s/turnsOffUntil = time.Now().Add(turnPause)/_ = turnPause/ :: TestStalledTurnDoesNotStopClaims :: ."
+  "frozen-claimer-keeps-admit-lock :: skipjackimpl/bind.go :: s/max(idle.Milliseconds(), 1)/0/ :: TestFrozenClaimerDoesNotStopLimitedQueue :: ."
   "idle-never-flushes :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := false/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "claims-in-flight-not-idle :: skipjackimpl/execute.go :: s/idle := r.inflight == r.asked/idle := r.inflight == 0/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "idle-flushes-trickle :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := idle/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"

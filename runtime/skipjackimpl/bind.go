@@ -2,6 +2,7 @@ package skipjackimpl
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -81,7 +82,7 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	Activity(ctx context.Context, since time.Time) ([]V, error)
 	Retry(ctx context.Context, ids []int64) (int64, error)
 	Cancel(ctx context.Context, ids []int64) (int64, error)
-	Admit(ctx context.Context) error
+	Admit(ctx context.Context, idleTimeout string) error
 	Headroom(ctx context.Context) (R, error)
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
@@ -345,8 +346,8 @@ func (b binding[C, H, G, L, S, E, A, R, V, F, K]) cancel(ctx context.Context, id
 	return b.q.Cancel(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Admit(ctx context.Context) error {
-	return b.q.Admit(ctx)
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Admit(ctx context.Context, idle time.Duration) error {
+	return b.q.Admit(ctx, fmt.Sprintf("%dms", max(idle.Milliseconds(), 1)))
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Headroom(ctx context.Context) (headroom, error) {

@@ -53,6 +53,17 @@ func turnWait(stmtTimeout time.Duration) time.Duration {
 	return min(maxTurnWait, stmtTimeout/4)
 }
 
+// claimIdleLimit is how long the server lets the claim transaction of a
+// queue with limits or a serial key sit idle, its client silent between
+// two statements, before it ends the session (see Admit): turnWait, for
+// the same reason. A healthy client sends the next statement at once; one
+// that stopped (a frozen process, a paused VM) keeps its connection
+// healthy, so nothing else would end a transaction that holds the
+// queue's lock and every other process's claims wait for.
+func claimIdleLimit(stmtTimeout time.Duration) time.Duration {
+	return turnWait(stmtTimeout)
+}
+
 // maxTurnWait bounds turnWait. In turn, each claim waits for the claims of
 // the processes ahead of it: at 16 processes claiming 2,000 jobs each on 2
 // cores, up to 15 claims of 30-50 ms each.
@@ -387,7 +398,7 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int, inTurn bool) ([]Cl
 	var short *headroom
 	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		qs := r.w.bind(tx).(limitStore)
-		if err := qs.Admit(ctx); err != nil {
+		if err := qs.Admit(ctx, claimIdleLimit(r.stmtTimeout)); err != nil {
 			return fmt.Errorf("admit: %w", err)
 		}
 		var err error

@@ -153,8 +153,10 @@ type limitStore interface {
 	store
 	// Admit prepares the claim's transaction: it takes the lock under
 	// which a limited queue's claims take turns, and steers the planner
-	// to the claim's index scans, until the transaction ends.
-	Admit(ctx context.Context) error
+	// to the claim's index scans, until the transaction ends; and it has
+	// the server end the session should the transaction sit idle (its
+	// client silent) for longer than idle.
+	Admit(ctx context.Context, idle time.Duration) error
 	// Headroom says why a claim came back short.
 	Headroom(ctx context.Context) (headroom, error)
 }
