@@ -31,11 +31,13 @@ type WorkerConfig struct {
 	PollInterval time.Duration
 	// AckDelay is how long a completed job may wait for more
 	// acknowledgements before they are flushed together; a full batch
-	// (BatchSize) is flushed at once. Default 25ms: under load batches fill
-	// by size long before the delay (burn-down throughput measured the same
-	// from 1ms to 100ms), and at moderate rates (a few hundred jobs/s) it
-	// turns one commit per job into one per ~10 jobs, while keeping the
-	// window in which a crash makes completed jobs run again tiny.
+	// (BatchSize) is flushed at once, and so are 100 or more waiting
+	// results when the worker has no other job running or prefetched (the
+	// end of a burst). Default 25ms: under load batches fill by size long
+	// before the delay (burn-down throughput measured the same from 1ms to
+	// 100ms), and at moderate rates (a few hundred jobs/s) it turns one
+	// commit per job into one per ~10 jobs, while keeping the window in
+	// which a crash makes completed jobs run again tiny.
 	AckDelay time.Duration
 	// ShutdownTimeout is how long in-flight handlers may run after Run's
 	// context is cancelled before their own contexts are cancelled; the
