@@ -3,6 +3,7 @@ package skipjack_test
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,8 +98,10 @@ func TestShutdown(t *testing.T) {
 }
 
 // TestNoGoroutineLeft checks that every goroutine Run started, including
-// the shared listener's, has ended when Run returns. It is not parallel:
-// it counts the process's goroutines.
+// the shared listener's, has ended when Run returns, and that a worker
+// keeps handler goroutines only while it has jobs: 100 while 100 handlers
+// run, none once its queue is empty. It is not parallel: it counts the
+// process's goroutines.
 func TestNoGoroutineLeft(t *testing.T) {
 	pool := newQueues(t, 8)
 	enqueueDemo(t, pool, 500)
@@ -109,14 +112,26 @@ func TestNoGoroutineLeft(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	w := demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error { return nil }, skipjack.WorkerConfig{Logger: quietLogger(t)})
+	var running atomic.Int64
+	release := make(chan struct{})
+	w := demo.NewWorker(pool, func(ctx context.Context, job *demo.Job) error {
+		running.Add(1)
+		<-release
+		return nil
+	}, skipjack.WorkerConfig{Logger: quietLogger(t)})
 	go func() { done <- w.Run(ctx) }()
+	waitFor(t, 20*time.Second, "100 handlers to run", func() bool { return running.Load() == 100 })
+	if busy := runtime.NumGoroutine(); busy < before+100 {
+		t.Errorf("%d goroutines while 100 handlers run, want at least %d", busy, before+100)
+	}
+	close(release)
 	waitFor(t, 20*time.Second, "the jobs to complete", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
 	})
-	if during := runtime.NumGoroutine(); during < before+100 {
-		t.Errorf("%d goroutines while running, want at least %d (100 handlers)", during, before+100)
-	}
+	// The run's own loops (claims, results, liveness, heartbeats, leases,
+	// timeouts, maintenance) and the shared listener stay; the handler
+	// goroutines do not.
+	waitFor(t, 5*time.Second, "the handler goroutines to end", func() bool { return runtime.NumGoroutine() < before+20 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)

@@ -3,6 +3,7 @@ package skipjackimpl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -41,11 +42,23 @@ type fakeStore struct {
 	slowEmptyClaims time.Duration
 	emptyClaimed    chan struct{}
 	emptyOnce       sync.Once
+	// holdEmptyClaims, when non-nil, keeps every claim of an empty queue
+	// in flight until it is closed (or the claim's context ends): no claim
+	// returns to start handlers for jobs already prefetched.
+	holdEmptyClaims chan struct{}
 }
 
 func (f *fakeStore) Claim(ctx context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(f.pending) == 0 && f.holdEmptyClaims != nil {
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-f.holdEmptyClaims:
+		}
+		f.mu.Lock()
+	}
 	if len(f.pending) == 0 && f.slowEmptyClaims > 0 {
 		if f.emptyClaimed != nil {
 			f.emptyOnce.Do(func() { close(f.emptyClaimed) })
@@ -345,6 +358,58 @@ func TestIdleRunFlushesBurst(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // an absence can only be watched for a while
 			if got := f.completed(); len(got) != 0 {
 				t.Errorf("acknowledged %d jobs of a trickle before AckDelay, want them to wait", len(got))
+			}
+		})
+	}
+}
+
+// TestConcurrencyBoundsHandlers checks WorkerConfig.Concurrency: with more
+// jobs prefetched than it allows, exactly that many handlers run at once,
+// never more, and as handlers return the rest run, each job once, without
+// waiting for another claim to return (claims of the emptied queue stay
+// in flight until the end).
+func TestConcurrencyBoundsHandlers(t *testing.T) {
+	t.Parallel()
+	for _, concurrency := range []int{1, 7, 50} {
+		t.Run(fmt.Sprint(concurrency), func(t *testing.T) {
+			t.Parallel()
+			jobs := 4 * concurrency
+			f := &fakeStore{pending: ids(jobs), holdEmptyClaims: make(chan struct{})}
+			var mu sync.Mutex
+			running, peak := 0, 0
+			release := make(chan struct{})
+			stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second}, skipjack.WorkerConfig{Concurrency: concurrency, AckDelay: time.Millisecond},
+				func(context.Context, *skipjack.Job[struct{}]) error {
+					mu.Lock()
+					running++
+					peak = max(peak, running)
+					mu.Unlock()
+					<-release
+					mu.Lock()
+					running--
+					mu.Unlock()
+					return nil
+				})
+			defer stop()
+			defer close(f.holdEmptyClaims) // before stop, which waits for claims in flight
+			now := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return running
+			}
+			waitFor(t, fmt.Sprintf("%d handlers to run", concurrency), func() bool { return now() == concurrency })
+			time.Sleep(100 * time.Millisecond) // more could only start meanwhile
+			close(release)
+			waitFor(t, "every job's acknowledgement", func() bool { return len(f.completed()) == jobs })
+			mu.Lock()
+			defer mu.Unlock()
+			if peak != concurrency {
+				t.Errorf("at most %d handlers ran at once, want %d", peak, concurrency)
+			}
+			got := f.completed()
+			slices.Sort(got)
+			if !slices.Equal(got, ids(jobs)) {
+				t.Errorf("acknowledged %v, want each of 1..%d once", got, jobs)
 			}
 		})
 	}

@@ -15,25 +15,27 @@ import (
 // queue's timeout.
 var errTimeout = errors.New("skipjack: handler timeout")
 
-// handlerLoop is one of the Concurrency handler goroutines. It blocks on
-// r.jobReady alone (a plain receive costs far less than a select over two
-// channels, once per job) and then checks stopHandlers without blocking;
-// shutdown closes stopHandlers and wakes one handler with a token on
-// r.jobReady, which every handler that returns passes on to the next.
+// handlerLoop is a handler goroutine: it runs prefetched jobs one at a
+// time and returns when none is left (or the worker stops starting jobs).
+// The run starts one for each queued job that no handler goroutine is free
+// to take, up to Concurrency in all (startHandlersLocked), so that a
+// worker whose handlers are quick keeps only a few goroutines, not
+// Concurrency parked ones whose stacks the GC scans in every cycle.
 func (r *runner[T]) handlerLoop() {
+	defer r.handlerGroup.Done()
 	for {
-		<-r.jobReady
-		select {
-		case <-r.stopHandlers:
-			signal(r.jobReady)
-			return
-		default:
-		}
 		if r.budget != nil && !r.budget.Acquire(r.member, r.stopHandlers) {
-			signal(r.jobReady)
+			r.handlerGone()
 			return
 		}
-		switch e, ctx := r.pop(); {
+		e, ctx, ok := r.pop()
+		if !ok {
+			if r.budget != nil {
+				r.budget.Release()
+			}
+			return
+		}
+		switch {
 		case e == nil:
 		case ctx == nil:
 			// Cancelled by an operator before it started: it never
@@ -45,29 +47,69 @@ func (r *runner[T]) handlerLoop() {
 		if r.budget != nil {
 			r.budget.Release()
 		}
+		if !r.handlerNext() {
+			return
+		}
 	}
 }
 
-// pop takes the next prefetched job with its handler's context, or returns nil
-// when the worker is stopping or the job's lease was lost meanwhile. A job
-// an operator cancelled while it was prefetched comes without a context:
-// it must not start.
-func (r *runner[T]) pop() (*entry[T], context.Context) {
+// startHandlersLocked starts handler goroutines for the queued jobs that
+// no free handler goroutine will take, up to Concurrency goroutines in
+// all; r.mu must be held.
+func (r *runner[T]) startHandlersLocked() {
+	for r.handlers-r.busy < len(r.queue) && r.handlers < r.cfg.Concurrency && !r.stopped {
+		r.handlers++
+		r.handlerGroup.Add(1)
+		go r.handlerLoop()
+	}
+}
+
+// handlerNext records that a handler goroutine finished its job, and
+// reports whether it should take another: false, counting it gone, when
+// no job is queued (so that it does not wait for a token of its group's
+// budget with nothing to run) or the worker is stopping.
+func (r *runner[T]) handlerNext() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy--
+	if r.stopped || len(r.queue) == 0 {
+		r.handlers--
+		return false
+	}
+	return true
+}
+
+// handlerGone records that a handler goroutine that holds no job returns.
+func (r *runner[T]) handlerGone() {
+	r.mu.Lock()
+	r.handlers--
+	r.mu.Unlock()
+}
+
+// pop takes the next prefetched job with its handler's context for a
+// handler goroutine, counting it busy; it returns ok false, and counts the
+// goroutine gone, when no job is queued or the worker is stopping. The
+// job is nil when its lease was lost meanwhile. A job an operator
+// cancelled while it was prefetched comes without a context: it must not
+// start.
+func (r *runner[T]) pop() (_ *entry[T], _ context.Context, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || len(r.queue) == 0 {
-		return nil, nil
+		r.handlers--
+		return nil, nil, false
 	}
+	r.busy++
 	e := r.queue[0]
 	r.queue[0] = nil
 	r.queue = r.queue[1:]
 	if e.lost.Load() {
 		r.inflight--
 		signal(r.capacityFreed)
-		return nil, nil
+		return nil, nil, true
 	}
 	if e.cancelled {
-		return e, nil
+		return e, nil, true
 	}
 	// The parent cannot be cancelled, so the job's context is not
 	// registered in it (a shared lock and map per job); shutdown cancels
@@ -80,7 +122,7 @@ func (r *runner[T]) pop() (*entry[T], context.Context) {
 		// starts after its isolation wait.
 		r.timeouts.startLocked(e)
 	}
-	return e, ctx
+	return e, ctx, true
 }
 
 // execute runs one job's handler and records its result.

@@ -318,8 +318,8 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 	}
 	r.hooks.claimDone(limit, len(rows), took, err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
-	// once, rather than on the handler goroutines, whose stacks the GC
-	// keeps shrinking while they idle.
+	// once, rather than on the handler goroutines, which start with
+	// small stacks.
 	entries := make([]entry[T], len(rows))
 	for i := range rows {
 		e := &entries[i]
@@ -354,13 +354,11 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 		r.queue = append(r.queue, e)
 	}
 	r.inflight -= limit - len(rows)
+	r.startHandlersLocked()
 	r.mu.Unlock()
 	runAll(ends)
 	if stale > 0 {
 		r.log.Warn("skipjack: claimed jobs again whose earlier claims by this worker had been rescued; the stale attempts are cancelled and their results dropped", "jobs", stale)
-	}
-	for range rows {
-		signal(r.jobReady)
 	}
 	if len(rows) < limit {
 		signal(r.capacityFreed)

@@ -156,8 +156,12 @@ type runner[T any] struct {
 	stopped  bool                // no job starts any more
 	timeouts *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
 
+	// Handler goroutines (startHandlersLocked), guarded by mu.
+	handlers     int            // started and not returned
+	busy         int            // of those, running a job
+	handlerGroup sync.WaitGroup // every handler goroutine
+
 	// Wake-ups, named after what they announce.
-	jobReady      chan struct{}   // a prefetched job waits for a handler: one token per job
 	capacityFreed chan struct{}   // to the fetcher: held jobs were let go, or a due time was noted
 	claimable     chan struct{}   // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
 	wake          <-chan struct{} // to the fetcher: the queue was notified; nil when polling only
@@ -220,7 +224,6 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		minClaim:      max(1, min(b, c)/2),
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
-		jobReady:      make(chan struct{}, 2*c),
 		capacityFreed: make(chan struct{}, 1),
 		claimable:     make(chan struct{}, 1),
 		stopHandlers:  make(chan struct{}),
@@ -285,10 +288,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	defer unsubscribe()
 
 	maint := &maintainer{store: r.store, slots: r.w.slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
-	var handlers, flusher, background sync.WaitGroup
-	for range r.cfg.Concurrency {
-		handlers.Go(r.handlerLoop)
-	}
+	var flusher, background sync.WaitGroup
 	final := make(chan struct{})
 	flusher.Go(func() { r.results.flushLoop(final) })
 	stopBackground := make(chan struct{})
@@ -314,8 +314,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	r.mu.Unlock()
 	release.Go(func() { r.releaseQueued(queued) })
 	close(r.stopHandlers)
-	signal(r.jobReady) // handlerLoop passes it on
-	stuck := r.waitHandlers(&handlers, deadline)
+	stuck := r.waitHandlers(&r.handlerGroup, deadline)
 	release.Wait()
 	r.claims.Wait()
 	close(final)
