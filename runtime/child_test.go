@@ -58,6 +58,8 @@ func runChild(mode string) int {
 		err = runCapped(ctx, pool) // flow_test.go
 	case "paced":
 		err = runPaced(ctx, pool) // frozen_test.go
+	case "bigclaim":
+		err = runBigClaim(ctx, pool) // frozen_test.go
 	case "burn":
 		// Works demo jobs and writes the ids it completed to a file.
 		var mu sync.Mutex

@@ -3,6 +3,7 @@ package skipjack_test
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/paced"
 )
 
@@ -36,7 +38,8 @@ func TestFrozenClaimerDoesNotStopLimitedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "paced", pool)
-	freezeInClaim(t, pool, c)
+	// Caught holding the queue's lock, idle in its claim's transaction.
+	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|Headroom) '`)
 	var ran atomic.Int64
 	start(t, paced.NewWorker(pool, func(context.Context, *paced.Job) error {
 		ran.Add(1)
@@ -45,11 +48,51 @@ func TestFrozenClaimerDoesNotStopLimitedQueue(t *testing.T) {
 	waitFor(t, 10*time.Second, "jobs to run while another process is frozen inside its claim", func() bool { return ran.Load() >= 10 })
 }
 
-// freezeInClaim stops the child with SIGSTOP at a moment when it holds the
-// lock of a limited queue's claim transaction, idle in that transaction on
-// the server, and leaves it stopped (it is let go at cleanup). It tries
-// again, at random moments, until it catches the child there.
-func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child) {
+// TestFrozenReaderReleasesItsClaim checks that the jobs of a claim whose
+// process froze while it read the claimed rows are claimed by others. The
+// claim's backend blocks writing rows the stopped client never reads; its
+// transaction, uncommitted, keeps those rows locked, and every other
+// claim skips them (SKIP LOCKED), for as long as the process stays
+// stopped: the connection stays healthy, so TCP never gives up on it
+// unless the server bounds how long its data may stay unread.
+func TestFrozenReaderReleasesItsClaim(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	// 32 KB payloads (stored compressed): a claim of 500 sends 16 MB, far
+	// more than the socket
+	// buffers between the backend and a client that stopped reading.
+	ps := make([]demo.Payload, 4000)
+	for i := range ps {
+		ps[i] = demo.Payload{N: int64(i), Label: strings.Repeat("x", 32<<10)}
+	}
+	if _, err := demo.EnqueueMany(ctx, pool, ps); err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, "bigclaim", pool)
+	freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim '`)
+	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error { return nil },
+		skipjack.WorkerConfig{Concurrency: 50, Logger: quietLogger(t)}))
+	// Jobs the stopped process had claimed and committed are running and
+	// come back when their leases lapse; the rows of its unfinished claim
+	// look pending to everyone else until its transaction ends.
+	waitFor(t, 15*time.Second, "the frozen claim's jobs to be claimed by another worker", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE "state" = 'pending'`) == 0
+	})
+}
+
+// runBigClaim is the child of TestFrozenReaderReleasesItsClaim: it works
+// demo jobs 500 at a time, doing nothing with them.
+func runBigClaim(ctx context.Context, pool *pgxpool.Pool) error {
+	return demo.NewWorker(pool, func(context.Context, *demo.Job) error { return nil },
+		skipjack.WorkerConfig{Concurrency: 500, BatchSize: 500}).Run(ctx)
+}
+
+// freezeInClaim stops the child with SIGSTOP at a moment when the backend
+// of one of its claims matches where (a condition on pg_stat_activity a),
+// and leaves it stopped (it is let go at cleanup). It tries again, at
+// random moments, until it catches the child there.
+func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)
@@ -57,14 +100,13 @@ func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child) {
 		if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatalf("stop the child: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond) // the statement it sent ends
-		var held int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-			WHERE l.locktype = 'advisory' AND l.granted AND a.state = 'idle in transaction'
-			  AND a.datname = current_database() AND a.query ~ 'name: (Admit|Claim|Headroom) '`).Scan(&held); err != nil {
+		time.Sleep(20 * time.Millisecond) // the statement it sent ends, or blocks
+		var caught int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity a
+			WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND `+where).Scan(&caught); err != nil {
 			t.Fatal(err)
 		}
-		if held > 0 {
+		if caught > 0 {
 			t.Cleanup(func() { _ = c.cmd.Process.Signal(syscall.SIGCONT) })
 			return
 		}
@@ -73,5 +115,17 @@ func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child) {
 		}
 		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 	}
-	t.Fatal("never caught the child inside a claim's transaction")
+	// What the child's backends were doing instead, for the failure.
+	rows, err := pool.Query(ctx, `SELECT coalesce(state, ''), coalesce(wait_event, ''), left(query, 60)
+		FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err == nil {
+		for rows.Next() {
+			var state, wait, query string
+			if rows.Scan(&state, &wait, &query) == nil {
+				t.Logf("backend: %s, waiting on %q: %q", state, wait, query)
+			}
+		}
+		rows.Close()
+	}
+	t.Fatal("never caught the child inside a claim")
 }

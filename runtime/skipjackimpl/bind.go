@@ -2,7 +2,6 @@ package skipjackimpl
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -82,7 +81,7 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	Activity(ctx context.Context, since time.Time) ([]V, error)
 	Retry(ctx context.Context, ids []int64) (int64, error)
 	Cancel(ctx context.Context, ids []int64) (int64, error)
-	Admit(ctx context.Context, idleTimeout string) error
+	Admit(ctx context.Context, clientTimeout string) error
 	Headroom(ctx context.Context) (R, error)
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
@@ -346,8 +345,8 @@ func (b binding[C, H, G, L, S, E, A, R, V, F, K]) cancel(ctx context.Context, id
 	return b.q.Cancel(ctx, ids)
 }
 
-func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Admit(ctx context.Context, idle time.Duration) error {
-	return b.q.Admit(ctx, fmt.Sprintf("%dms", max(idle.Milliseconds(), 1)))
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Admit(ctx context.Context, client time.Duration) error {
+	return b.q.Admit(ctx, millis(client))
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Headroom(ctx context.Context) (headroom, error) {

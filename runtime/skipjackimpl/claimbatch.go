@@ -18,7 +18,11 @@ import (
 //
 //   - The first statement steers the planner, for that transaction only, to
 //     the index scan the claim is written for (steerSQL), as a limited
-//     queue's Admit does.
+//     queue's Admit does, and bounds how long the server waits for the
+//     client to read the claimed rows (stall: tcp_user_timeout, see
+//     clientStallLimit): the backend of a claim whose client stopped
+//     reading blocks writing them, and its uncommitted claim keeps their
+//     jobs locked, skipped by every other claim, until the session ends.
 //   - With turn set, it then takes the transaction-scoped advisory lock
 //     under which the claims of the queue take turns across all processes
 //     (turnKey). The claim takes its snapshot only once the lock is
@@ -34,10 +38,11 @@ import (
 //
 // It implements only Query, the method a :many claim runs on.
 type claimBatch struct {
-	pool *pgxpool.Pool
-	turn bool
-	key  int64         // the turn lock, when turn is set
-	wait time.Duration // the longest wait for the turn lock, when turn is set
+	pool  *pgxpool.Pool
+	stall time.Duration // how long the claim's rows may stay unread
+	turn  bool
+	key   int64         // the turn lock, when turn is set
+	wait  time.Duration // the longest wait for the turn lock, when turn is set
 }
 
 // steerSQL turns off, until the end of the transaction, the plans that
@@ -46,7 +51,10 @@ type claimBatch struct {
 // spell), the planner's custom plans for a connection's first executions of
 // the claim scan all pending jobs through a bitmap and sort them, a cost
 // that grows with the backlog and that every new connection pays again.
-const steerSQL = "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)"
+//
+// It also sets tcp_user_timeout ($1, the claim batch's stall) for the
+// transaction.
+const steerSQL = "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('tcp_user_timeout', $1, true)"
 
 // The statements that take the queue's turn lock, after steerSQL: the
 // first bounds the wait ($1, lock_timeout for the transaction), the second
@@ -81,10 +89,10 @@ var errClaimOnly = errors.New("skipjack: a claim batch runs only the claim query
 // transaction, in one implicit transaction and one round trip.
 func (c claimBatch) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
-	b.Queue(steerSQL)
+	b.Queue(steerSQL, millis(c.stall))
 	turnAt := -1 // the position of the statement that waits for the turn
 	if c.turn {
-		b.Queue(turnWaitSQL, fmt.Sprintf("%dms", max(c.wait.Milliseconds(), 1)))
+		b.Queue(turnWaitSQL, millis(c.wait))
 		turnAt = b.Len()
 		b.Queue(turnSQL, c.key)
 		b.Queue(turnDoneSQL)

@@ -53,15 +53,25 @@ func turnWait(stmtTimeout time.Duration) time.Duration {
 	return min(maxTurnWait, stmtTimeout/4)
 }
 
-// claimIdleLimit is how long the server lets the claim transaction of a
-// queue with limits or a serial key sit idle, its client silent between
-// two statements, before it ends the session (see Admit): turnWait, for
-// the same reason. A healthy client sends the next statement at once; one
-// that stopped (a frozen process, a paused VM) keeps its connection
-// healthy, so nothing else would end a transaction that holds the
-// queue's lock and every other process's claims wait for.
-func claimIdleLimit(stmtTimeout time.Duration) time.Duration {
+// clientStallLimit is how long the server waits on the client of a claim
+// before it ends the session: silent inside the claim's transaction
+// (idle_in_transaction_session_timeout, for a queue with limits or a
+// serial key, whose claim takes several statements) or not reading the
+// claimed rows (tcp_user_timeout, for every claim). It is turnWait, for
+// the same reason. A healthy client sends its next statement and reads
+// its rows at once; one that stopped (a frozen process, a paused VM)
+// keeps its connection healthy, so nothing else would end a transaction
+// that holds the queue's lock, or the locks of jobs no one else may
+// claim, for as long as it stays stopped. Both settings last until the
+// claim's transaction ends.
+func clientStallLimit(stmtTimeout time.Duration) time.Duration {
 	return turnWait(stmtTimeout)
+}
+
+// millis formats d as a Postgres duration setting in whole milliseconds,
+// at least 1 (0 would turn a timeout off).
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%dms", max(d.Milliseconds(), 1))
 }
 
 // maxTurnWait bounds turnWait. In turn, each claim waits for the claims of
@@ -396,7 +406,7 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int, inTurn bool) ([]Cl
 	var short *headroom
 	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		qs := r.w.bind(tx).(limitStore)
-		if err := qs.Admit(ctx, claimIdleLimit(r.stmtTimeout)); err != nil {
+		if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
 			return fmt.Errorf("admit: %w", err)
 		}
 		var err error

@@ -154,9 +154,10 @@ type limitStore interface {
 	// Admit prepares the claim's transaction: it takes the lock under
 	// which a limited queue's claims take turns, and steers the planner
 	// to the claim's index scans, until the transaction ends; and it has
-	// the server end the session should the transaction sit idle (its
-	// client silent) for longer than idle.
-	Admit(ctx context.Context, idle time.Duration) error
+	// the server end the session should its client fall silent inside the
+	// transaction, or leave the claim's rows unread, for longer than
+	// client (see clientStallLimit).
+	Admit(ctx context.Context, client time.Duration) error
 	// Headroom says why a claim came back short.
 	Headroom(ctx context.Context) (headroom, error)
 }

@@ -268,8 +268,9 @@ func (r *runner[T]) run(ctx context.Context) error {
 		warm(control, maxClaimsInFlight)
 		r.useStore(r.w.bind(control))
 		r.control = control
-		r.steered = r.w.bind(claimBatch{pool: control})
-		r.inTurn = r.w.bind(claimBatch{pool: control, turn: true, key: turnKey(r.spec.Name), wait: turnWait(r.stmtTimeout)})
+		stall := clientStallLimit(r.stmtTimeout)
+		r.steered = r.w.bind(claimBatch{pool: control, stall: stall})
+		r.inTurn = r.w.bind(claimBatch{pool: control, stall: stall, turn: true, key: turnKey(r.spec.Name), wait: turnWait(r.stmtTimeout)})
 	}
 	if err := r.liveness.renew(r.stmtTimeout); err != nil {
 		if missingTable(err) {

@@ -50,12 +50,12 @@ func (q *Queries) Activity(ctx context.Context, since time.Time) ([]ActivityRow,
 }
 
 const admit = `-- name: Admit :exec
-SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('idle_in_transaction_session_timeout', $1::text, true)
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('idle_in_transaction_session_timeout', $1::text, true), set_config('tcp_user_timeout', $1::text, true)
 `
 
-// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; and it has the server end the session if its client falls silent inside the transaction for longer than idle_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the jobs it claimed, for as long as the client stays stopped.
-func (q *Queries) Admit(ctx context.Context, idleTimeout string) error {
-	_, err := q.db.Exec(ctx, admit, idleTimeout)
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; and it has the server end the session if its client falls silent inside the transaction, or leaves the claim's rows unread, for longer than client_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the jobs it claimed, for as long as the client stays stopped.
+func (q *Queries) Admit(ctx context.Context, clientTimeout string) error {
+	_, err := q.db.Exec(ctx, admit, clientTimeout)
 	return err
 }
 
