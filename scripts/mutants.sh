@@ -113,7 +113,7 @@ feature_mutants=(
   "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& r.cfg.BatchSize >= turnMinClaim/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."
   "starts-alone :: skipjackimpl/fetch.go :: s/^\tcrowded := true$/\tcrowded := false/ :: TestStartingWorkerTakesTurns :: ."
   "turn-without-lock :: skipjackimpl/claimbatch.go :: s/^\t\tb.Queue(turnSQL, c.key)$/\t\tb.Queue(steerSQL, millis(c.stall))/ :: TestCrowdedClaimsTakeTurns :: ."
-  "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, fmt.Sprintf(\"%dms\", max(c.wait.Milliseconds(), 1)))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
+  "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, millis(c.wait))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turns-never-pause :: skipjackimpl/fetch.go :: s/turnsOffUntil = time.Now().Add(turnPause)/_ = turnPause/ :: TestStalledTurnDoesNotStopClaims :: ."
   "frozen-claimer-keeps-admit-lock :: skipjackimpl/bind.go :: s/return b.q.Admit(ctx, millis(client))/return b.q.Admit(ctx, \"0\")/ :: TestFrozenClaimerDoesNotStopLimitedQueue :: ."
