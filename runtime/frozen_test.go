@@ -60,8 +60,8 @@ func TestFrozenReaderReleasesItsClaim(t *testing.T) {
 	pool := newQueues(t, 20)
 	ctx := context.Background()
 	// 32 KB payloads (stored compressed): a claim of 500 sends 16 MB, far
-	// more than the socket
-	// buffers between the backend and a client that stopped reading.
+	// more than the socket buffers between the backend and a client that
+	// stopped reading can hold.
 	ps := make([]demo.Payload, 4000)
 	for i := range ps {
 		ps[i] = demo.Payload{N: int64(i), Label: strings.Repeat("x", 32<<10)}
