@@ -35,38 +35,27 @@ type fakeStore struct {
 	discardAcks   bool   // count acknowledgements without recording their ids
 	rejectMessage string // Resolve fails as Postgres does for bad data when a message contains it
 	resolveCalls  int    // Resolve statements run
-	// slowEmptyClaims makes a claim of an empty queue take this long (or
-	// until its context ends), as a claim in flight when a burst ends;
-	// emptyClaimed, when non-nil, is closed when the first such claim
-	// starts.
-	slowEmptyClaims time.Duration
+	// holdEmptyClaims, when non-nil, keeps every claim of an empty queue
+	// in flight until it is closed (or the claim's context ends), as
+	// claims are when a burst ends: no claim returns to start handlers
+	// for jobs already prefetched. emptyClaimed, when non-nil, is closed
+	// when the first such claim starts.
+	holdEmptyClaims chan struct{}
 	emptyClaimed    chan struct{}
 	emptyOnce       sync.Once
-	// holdEmptyClaims, when non-nil, keeps every claim of an empty queue
-	// in flight until it is closed (or the claim's context ends): no claim
-	// returns to start handlers for jobs already prefetched.
-	holdEmptyClaims chan struct{}
 }
 
 func (f *fakeStore) Claim(ctx context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.pending) == 0 && f.holdEmptyClaims != nil {
-		f.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-f.holdEmptyClaims:
-		}
-		f.mu.Lock()
-	}
-	if len(f.pending) == 0 && f.slowEmptyClaims > 0 {
 		if f.emptyClaimed != nil {
 			f.emptyOnce.Do(func() { close(f.emptyClaimed) })
 		}
 		f.mu.Unlock()
 		select {
 		case <-ctx.Done():
-		case <-time.After(f.slowEmptyClaims):
+		case <-f.holdEmptyClaims:
 		}
 		f.mu.Lock()
 	}
@@ -339,7 +328,7 @@ func TestIdleRunFlushesBurst(t *testing.T) {
 			// The handlers end while a claim of the empty queue is in
 			// flight: it reserves capacity but holds no job, so the run
 			// is idle.
-			f := &fakeStore{pending: ids(tc.jobs), slowEmptyClaims: time.Second, emptyClaimed: make(chan struct{})}
+			f := &fakeStore{pending: ids(tc.jobs), holdEmptyClaims: make(chan struct{}), emptyClaimed: make(chan struct{})}
 			var handled sync.WaitGroup
 			handled.Add(tc.jobs)
 			cfg := skipjack.WorkerConfig{Concurrency: 200, BatchSize: 1000, AckDelay: time.Hour}
@@ -350,6 +339,7 @@ func TestIdleRunFlushesBurst(t *testing.T) {
 					return nil
 				})
 			defer stop()
+			defer close(f.holdEmptyClaims) // before stop, which waits for claims in flight
 			handled.Wait()
 			if tc.flushed {
 				waitFor(t, "the burst's acknowledgements", func() bool { return len(f.completed()) == tc.jobs })

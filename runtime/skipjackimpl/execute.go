@@ -72,11 +72,18 @@ func (r *runner[T]) handlerNext() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.busy--
+	return !r.retireIdleLocked()
+}
+
+// retireIdleLocked reports whether a free handler goroutine has nothing
+// to take (no job is queued, or the worker is stopping), and then counts
+// it gone; r.mu must be held.
+func (r *runner[T]) retireIdleLocked() bool {
 	if r.stopped || len(r.queue) == 0 {
 		r.handlers--
-		return false
+		return true
 	}
-	return true
+	return false
 }
 
 // handlerGone records that a handler goroutine that holds no job returns.
@@ -95,8 +102,7 @@ func (r *runner[T]) handlerGone() {
 func (r *runner[T]) pop() (_ *entry[T], _ context.Context, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped || len(r.queue) == 0 {
-		r.handlers--
+	if r.retireIdleLocked() {
 		return nil, nil, false
 	}
 	r.busy++

@@ -315,7 +315,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	r.mu.Unlock()
 	release.Go(func() { r.releaseQueued(queued) })
 	close(r.stopHandlers)
-	stuck := r.waitHandlers(&r.handlerGroup, deadline)
+	stuck := r.waitHandlers(deadline)
 	release.Wait()
 	r.claims.Wait()
 	close(final)
@@ -364,14 +364,14 @@ func (r *runner[T]) takeQueuedLocked() []*entry[T] {
 	return out
 }
 
-// waitHandlers waits for running handlers, cancelling their contexts at
+// waitHandlers waits for the handler goroutines, cancelling their contexts at
 // deadline with cause errShutdown, and then waiting at most shutdownGrace
 // more. It returns the ids of the jobs whose handlers are still running
 // then (they ignore their context); their goroutines are left behind.
-func (r *runner[T]) waitHandlers(handlers *sync.WaitGroup, deadline time.Time) []int64 {
+func (r *runner[T]) waitHandlers(deadline time.Time) []int64 {
 	done := make(chan struct{})
 	go func() {
-		handlers.Wait()
+		r.handlerGroup.Wait()
 		close(done)
 	}()
 	t := time.NewTimer(time.Until(deadline))
