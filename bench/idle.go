@@ -326,6 +326,30 @@ func procCPU(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
+// procMinorFaults returns the minor page faults of process pid so far
+// (field 10 of /proc/<pid>/stat): for a server backend, mostly first
+// touches of shared buffers it had not mapped yet.
+func procMinorFaults(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read stat of %d: %w", pid, err)
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("stat of %d: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 8 {
+		return 0, fmt.Errorf("stat of %d: %d fields", pid, len(f))
+	}
+	n, err := strconv.ParseInt(f[7], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat of %d: %w", pid, err)
+	}
+	return n, nil
+}
+
 // procRSS returns the resident set size of process pid in MiB.
 func procRSS(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

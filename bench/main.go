@@ -46,6 +46,7 @@ type options struct {
 	snapshot         time.Duration
 	notify           time.Duration
 	procs            []int
+	procsWarm        bool
 	procsApart       bool
 	idle             int
 	idleFor          time.Duration
@@ -105,6 +106,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.snapshot, "snapshot", 0, "experiment: burn-down while a REPEATABLE READ snapshot is held this long, e.g. 60s")
 	fs.DurationVar(&o.notify, "notify", 0, "experiment: notify on vs off (skipjack-default vs skipjack-poll): latency and the enqueue rate of 32 concurrent single-row enqueuers, each measured this long, e.g. 5s")
 	procs := fs.String("procs", "", "experiment: burn-down with N worker processes for each N given (skipjack-default, skipjack-tuned and river-tuned interleaved; jobs/s and CPU per job), e.g. 1,2,4,8,16")
+	fs.BoolVar(&o.procsWarm, "procs-warm", false, "procs experiment: start the clocks (time and CPU) only once every worker process has handled a job, so that the figures leave out connecting (each new server backend costs milliseconds of CPU) and describe processes that were already running when the backlog met them; the jobs handled before are left out of every per-job figure")
 	fs.BoolVar(&o.procsApart, "procs-apart", false, "procs experiment: also run every N with each worker process on a queue of its own (its own database, jobs/N jobs): the control in which processes share the machine and the server but no queue")
 	fs.IntVar(&o.idle, "idle", 0, "experiment: idle cost of this many skipjack workers (default WorkerConfig) in one process with no jobs, and of one River client with as many queues, e.g. 50")
 	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")

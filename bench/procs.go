@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,15 @@ type procRun struct {
 	serverCPU  float64 // µs/job: the machine's busy time less the bench and its children
 	backendCPU float64 // µs/job: the database's client backends (/proc/<pid>/stat)
 	workerCPU  float64 // µs/job: the worker processes together
+	// newBackends counts the database's client backends that started
+	// during the burn-down (connections the pools opened on demand).
+	newBackends int
+	// backendFaults is the database's client backends' minor page faults
+	// per job.
+	backendFaults float64
+	// handledBefore counts the jobs handled before the clocks started
+	// (with -procs-warm), left out of every per-job figure.
+	handledBefore int64
 	// From the children (skipjack only; zero for River): claim statements,
 	// the jobs they were allowed to take and the jobs they took.
 	claims, asked, got int64
@@ -102,8 +112,8 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 					}
 					row := rows[key(v.label(), p)]
 					row.runs = append(row.runs, res)
-					fmt.Fprintf(b.out, "procs run %d %s N=%d: %.0f jobs/s, server CPU %.1f µs/job, PG backends %.1f µs/job, workers %.1f µs/job, claims %d asked %d got %d, pgss claim calls %.0f rows %.0f buffers %.0f exec %.0f ms, all statements %.0f exec %.0f ms (load %s)\n",
-						r+1, v.label(), p, res.rate, res.serverCPU, res.backendCPU, res.workerCPU,
+					fmt.Fprintf(b.out, "procs run %d %s N=%d: %.0f jobs/s, server CPU %.1f µs/job, PG backends %.1f µs/job (%d started during the run, %.2f minor page faults per job), workers %.1f µs/job, %d jobs before the clocks started, claims %d asked %d got %d, pgss claim calls %.0f rows %.0f buffers %.0f exec %.0f ms, all statements %.0f exec %.0f ms (load %s)\n",
+						r+1, v.label(), p, res.rate, res.serverCPU, res.backendCPU, res.newBackends, res.backendFaults, res.workerCPU, res.handledBefore,
 						res.claims, res.asked, res.got, res.claimCalls, res.claimRows, res.claimBufs, res.claimExecMs, res.stmts, res.allExecMs, loadAvg())
 					for _, l := range res.top {
 						fmt.Fprintln(b.out, l)
@@ -118,7 +128,11 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 		}
 	}
 
-	fmt.Fprintf(b.out, "\nBurn-down of %d jobs by N worker processes on one queue, each process with the system's full worker config; median of %d run(s), systems interleaved within each run\n\n", b.o.jobs, b.o.runs)
+	timed := "timed from the moment the processes start"
+	if b.o.procsWarm {
+		timed = "timed from the moment every process has handled a job (-procs-warm: connecting left out)"
+	}
+	fmt.Fprintf(b.out, "\nBurn-down of %d jobs by N worker processes on one queue, each process with the system's full worker config, %s; median of %d run(s), systems interleaved within each run\n\n", b.o.jobs, timed, b.o.runs)
 	fmt.Fprintln(b.out, "| system | N | burn-down jobs/s | ÷ river-tuned | server CPU µs/job | PG backend CPU µs/job | worker CPU µs/job | claims per 1k jobs | jobs asked per claim | jobs got per claim | claim buffers per claim | claim exec µs/job | all statements exec µs/job |")
 	fmt.Fprintln(b.out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	per := func(a, b float64) float64 {
@@ -317,12 +331,32 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []str
 			return res, fmt.Errorf("start child: %w", err)
 		}
 	}
-	took, err := waitFinished(ctx, qs, func() bool {
+	handledSum := func() int64 {
 		var sum int64
 		for i := range handled {
 			sum += handled[i].Load()
 		}
-		return sum >= int64(b.o.jobs)
+		return sum
+	}
+	before := int64(0) // jobs handled before the clocks started
+	if b.o.procsWarm {
+		if err := waitEveryChildWorking(ctx, handled, b.burnTimeout(s), exited); err != nil {
+			return res, err
+		}
+		if pgss {
+			if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, oid, 0) FROM pg_database WHERE datname = ANY($1)`, dbs); err != nil {
+				return res, fmt.Errorf("reset pg_stat_statements: %w", err)
+			}
+		}
+		if cpu0, err = b.processCPU(ctx, dbs, children); err != nil {
+			return res, err
+		}
+		start = time.Now()
+		before = handledSum()
+		res.handledBefore = before
+	}
+	took, err := waitFinished(ctx, qs, func() bool {
+		return handledSum() >= int64(b.o.jobs)
 	}, start, b.burnTimeout(s), exited)
 	if err != nil {
 		return res, err
@@ -331,7 +365,7 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []str
 	if err != nil {
 		return res, err
 	}
-	jobs := float64(b.o.jobs)
+	jobs := float64(int64(b.o.jobs) - before)
 	res.rate = jobs / took.Seconds()
 	var workers float64
 	for pid, c := range cpu1.children {
@@ -339,11 +373,20 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []str
 	}
 	var backends float64
 	for pid, c := range cpu1.backends {
-		backends += c - cpu0.backends[pid] // 0 for backends that started during the run
+		c0, ok := cpu0.backends[pid] // a backend that started during the run has used c since
+		if !ok {
+			res.newBackends++
+		}
+		backends += c - c0
+	}
+	var faults int64
+	for pid, n := range cpu1.backendFaults {
+		faults += n - cpu0.backendFaults[pid]
 	}
 	self := cpu1.self - cpu0.self
 	res.workerCPU = workers * 1e6 / jobs
 	res.backendCPU = backends * 1e6 / jobs
+	res.backendFaults = float64(faults) / jobs
 	res.serverCPU = max(0, cpu1.machine-cpu0.machine-self-workers) * 1e6 / jobs
 	if pgss {
 		err := b.a.conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::float8,
@@ -388,10 +431,11 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []str
 type procCPUReading struct {
 	self, machine      float64
 	children, backends map[int]float64 // pid -> CPU seconds
+	backendFaults      map[int]int64   // pid -> minor page faults
 }
 
 func (b *bench) processCPU(ctx context.Context, dbs []string, children []*benchChild) (procCPUReading, error) {
-	r := procCPUReading{children: map[int]float64{}, backends: map[int]float64{}}
+	r := procCPUReading{children: map[int]float64{}, backends: map[int]float64{}, backendFaults: map[int]int64{}}
 	for _, db := range dbs {
 		bs, err := b.a.backends(ctx, db)
 		if err != nil {
@@ -400,6 +444,9 @@ func (b *bench) processCPU(ctx context.Context, dbs []string, children []*benchC
 		for _, be := range bs {
 			if c, err := procCPU(be.pid); err == nil {
 				r.backends[be.pid] = c
+			}
+			if n, err := procMinorFaults(be.pid); err == nil {
+				r.backendFaults[be.pid] = n
 			}
 		}
 	}
@@ -418,6 +465,33 @@ func (b *bench) processCPU(ctx context.Context, dbs []string, children []*benchC
 		return r, err
 	}
 	return r, nil
+}
+
+// waitEveryChildWorking waits until every child has reported a handled
+// job: each has opened its connections and runs at full speed. It gives up
+// at timeout or when a child exits.
+func waitEveryChildWorking(ctx context.Context, handled []atomic.Int64, timeout time.Duration, exited <-chan error) error {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		all := true
+		for i := range handled {
+			all = all && handled[i].Load() > 0
+		}
+		if all {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-exited:
+			return fmt.Errorf("workers stopped early: %w", cmp.Or(err, errNoError))
+		case <-deadline:
+			return fmt.Errorf("not every worker process handled a job within %v", timeout)
+		case <-tick.C:
+		}
+	}
 }
 
 // enablePGSS creates pg_stat_statements in the maintenance database when

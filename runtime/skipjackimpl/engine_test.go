@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,19 +362,26 @@ func TestIdleRunFlushesBurst(t *testing.T) {
 // in flight until the end).
 func TestConcurrencyBoundsHandlers(t *testing.T) {
 	t.Parallel()
-	for _, concurrency := range []int{1, 7, 50} {
+	for _, concurrency := range []int{1, 7, 50, 500} {
 		t.Run(fmt.Sprint(concurrency), func(t *testing.T) {
 			t.Parallel()
 			jobs := 4 * concurrency
 			f := &fakeStore{pending: ids(jobs), holdEmptyClaims: make(chan struct{})}
 			var mu sync.Mutex
 			running, peak := 0, 0
+			var first, full time.Time // when the first handler started, and the last of Concurrency
 			release := make(chan struct{})
 			stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second}, skipjack.WorkerConfig{Concurrency: concurrency, AckDelay: time.Millisecond},
 				func(context.Context, *skipjack.Job[struct{}]) error {
 					mu.Lock()
 					running++
 					peak = max(peak, running)
+					if first.IsZero() {
+						first = time.Now()
+					}
+					if running == concurrency && full.IsZero() {
+						full = time.Now()
+					}
 					mu.Unlock()
 					<-release
 					mu.Lock()
@@ -396,11 +405,52 @@ func TestConcurrencyBoundsHandlers(t *testing.T) {
 			if peak != concurrency {
 				t.Errorf("at most %d handlers ran at once, want %d", peak, concurrency)
 			}
+			// Handlers that block start the next goroutine as they take
+			// their jobs: all Concurrency run within moments, not one
+			// claim or poll apart.
+			if ramp := full.Sub(first); ramp > time.Second {
+				t.Errorf("%d blocking handlers took %v to start after the first, want under 1s", concurrency, ramp)
+			}
 			got := f.completed()
 			slices.Sort(got)
 			if !slices.Equal(got, ids(jobs)) {
 				t.Errorf("acknowledged %v, want each of 1..%d once", got, jobs)
 			}
 		})
+	}
+}
+
+// TestQuickHandlersKeepFewGoroutines checks that handlers that return at
+// once do not get a goroutine per queued job: a claim starts one handler
+// goroutine, and a handler starts another only when it takes a job while
+// every goroutine is busy, so goroutines grow only as fast as the ones
+// started get to run. Starting one per queued job (up to Concurrency) cost
+// a goroutine's creation, a wake-up and a run-queue slot per job.
+//
+// Not parallel: it counts every goroutine of the process.
+func TestQuickHandlersKeepFewGoroutines(t *testing.T) {
+	const jobs, concurrency = 5_000, 1_000
+	f := &fakeStore{pending: ids(jobs), discardAcks: true}
+	base := runtime.NumGoroutine()
+	var peak atomic.Int64
+	var handled atomic.Int64
+	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second},
+		skipjack.WorkerConfig{Concurrency: concurrency, BatchSize: concurrency},
+		func(context.Context, *skipjack.Job[struct{}]) error {
+			n := int64(runtime.NumGoroutine())
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			handled.Add(1)
+			return nil
+		})
+	waitFor(t, "every job to run", func() bool { return handled.Load() == jobs })
+	stop()
+	// The worker's own goroutines (fetcher, completer, heartbeats) are a
+	// handful, and quick handlers' goroutines grow slowly (12-118 in runs
+	// with -race); a goroutine per queued job is over a thousand.
+	if extra := peak.Load() - int64(base); extra > concurrency/2 {
+		t.Errorf("up to %d goroutines more than before Run while quick handlers ran %d jobs, want at most %d", extra, jobs, concurrency/2)
+	} else {
+		t.Logf("at most %d goroutines more than before Run", extra)
 	}
 }

@@ -17,18 +17,30 @@ var errTimeout = errors.New("skipjack: handler timeout")
 
 // handlerLoop is a handler goroutine: it runs prefetched jobs one at a
 // time and returns when none is left (or the worker stops starting jobs).
-// The run starts one for each queued job that no handler goroutine is free
-// to take, up to Concurrency in all (startHandlersLocked), so that a
-// worker whose handlers are quick keeps only a few goroutines, not
-// Concurrency parked ones whose stacks the GC scans in every cycle.
+// Goroutines are started as jobs wait for them (startHandlersLocked), so
+// that a worker whose handlers are quick keeps only a few goroutines, not
+// Concurrency parked ones whose stacks the GC scans in every cycle, nor
+// one per prefetched job.
+//
+// Without a group budget, a handler that finished a job takes the next
+// one under the same lock (pop with finished set): a quick job costs one
+// lock of the run fewer. With one, it waits for a token between the two.
 func (r *runner[T]) handlerLoop() {
 	defer r.handlerGroup.Done()
+	finished := false // this goroutine's last job is still counted busy
 	for {
-		if r.budget != nil && !r.budget.Acquire(r.member, r.stopHandlers) {
-			r.handlerGone()
-			return
+		if r.budget != nil {
+			if finished && !r.handlerNext() {
+				return
+			}
+			finished = false
+			if !r.budget.Acquire(r.member, r.stopHandlers) {
+				r.handlerGone()
+				return
+			}
 		}
-		e, ctx, ok := r.pop()
+		e, ctx, ok := r.pop(finished)
+		finished = true
 		if !ok {
 			if r.budget != nil {
 				r.budget.Release()
@@ -47,17 +59,23 @@ func (r *runner[T]) handlerLoop() {
 		if r.budget != nil {
 			r.budget.Release()
 		}
-		if !r.handlerNext() {
-			return
-		}
 	}
 }
 
-// startHandlersLocked starts handler goroutines for the queued jobs that
-// no free handler goroutine will take, up to Concurrency goroutines in
-// all; r.mu must be held.
+// startHandlersLocked starts a handler goroutine when jobs are queued and
+// every handler goroutine is busy with a job, up to Concurrency goroutines
+// in all; r.mu must be held. It starts at most one: a claim calls it for
+// the jobs it queued, and every handler calls it again as it takes a job
+// (pop), so while handlers block (on I/O, say), each goroutine started
+// takes a job and starts the next, and all Concurrency run within moments.
+// Handlers that return at once keep taking queued jobs themselves: the
+// goroutine started last is still waiting to run, so no other is started.
+// Starting one goroutine per queued job cost quick handlers a goroutine's
+// creation and a wake-up of an idle P per job, and a thousand goroutines
+// contending for r.mu (BenchmarkEngine: 40-50% of the worker's CPU per
+// job).
 func (r *runner[T]) startHandlersLocked() {
-	for r.handlers-r.busy < len(r.queue) && r.handlers < r.cfg.Concurrency && !r.stopped {
+	if r.handlers == r.busy && len(r.queue) > 0 && r.handlers < r.cfg.Concurrency && !r.stopped {
 		r.handlers++
 		r.handlerGroup.Add(1)
 		go r.handlerLoop()
@@ -98,10 +116,14 @@ func (r *runner[T]) handlerGone() {
 // goroutine gone, when no job is queued or the worker is stopping. The
 // job is nil when its lease was lost meanwhile. A job an operator
 // cancelled while it was prefetched comes without a context: it must not
-// start.
-func (r *runner[T]) pop() (_ *entry[T], _ context.Context, ok bool) {
+// start. With finished set, the goroutine's previous job first stops
+// counting as busy (see handlerNext).
+func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if finished {
+		r.busy--
+	}
 	if r.retireIdleLocked() {
 		return nil, nil, false
 	}
@@ -128,6 +150,7 @@ func (r *runner[T]) pop() (_ *entry[T], _ context.Context, ok bool) {
 		// starts after its isolation wait.
 		r.timeouts.startLocked(e)
 	}
+	r.startHandlersLocked()
 	return e, ctx, true
 }
 
