@@ -178,12 +178,20 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	}
 	start := time.Now()
 	err := call(hctx, r.w.handle, job, r.log)
-	took := time.Since(start)
+	end := time.Now() // read once: the clock costs a quick job more than its lock does
+	took := end.Sub(start)
 	ran := took // measured as the deadline is
 	if r.timeouts != nil {
-		ran = time.Since(e.startedAt)
+		ran = end.Sub(e.startedAt)
 	}
-	timedOut := overran(err, context.Cause(hctx), ran, r.spec.Timeout)
+	// The cause is read only where it can matter (its lookup walks the
+	// context chain and takes its locks): a nil result in time is not an
+	// overrun, whatever the cause.
+	var cause error
+	if err != nil || ran >= r.spec.Timeout {
+		cause = context.Cause(hctx)
+	}
+	timedOut := overran(err, cause, ran, r.spec.Timeout)
 	cancel()
 	e.cancel(nil)
 
@@ -195,17 +203,19 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		}
 	}
 	var res Resolution
-	switch cause := context.Cause(hctx); {
-	case err != nil && (errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost)):
-		// Interrupted by shutdown, or because the worker could not prove
-		// it is alive: released with the attempt restored (an operator's
-		// cancel still fails it).
-		res = Resolution{ID: job.ID, Claim: job.Claim, Action: ActionRelease}
-	case err != nil:
-		res = resolution(job, err, r.spec, r.cfg.PollInterval)
+	if err != nil {
+		switch cause := context.Cause(hctx); {
+		case errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost):
+			// Interrupted by shutdown, or because the worker could not
+			// prove it is alive: released with the attempt restored (an
+			// operator's cancel still fails it).
+			res = Resolution{ID: job.ID, Claim: job.Claim, Action: ActionRelease}
+		default:
+			res = resolution(job, err, r.spec, r.cfg.PollInterval)
+		}
 	}
 	r.hooks.jobEnd(ctx, job, took, err, res)
-	r.finish(e, res, err == nil)
+	r.finishAt(e, res, err == nil, end)
 }
 
 // overran reports whether an attempt that returned err after took counts
@@ -266,6 +276,11 @@ func resolution[T any](job *skipjack.Job[T], err error, spec QueueSpec, pollInte
 // worth its statement (see reserve), not once per job; the completer wakes
 // its flusher the same way.
 func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
+	r.finishAt(e, res, completed, time.Now())
+}
+
+// finishAt is finish for a result known at now (a handler's return).
+func (r *runner[T]) finishAt(e *entry[T], res Resolution, completed bool, now time.Time) {
 	r.mu.Lock()
 	r.inflight--
 	r.timeouts.removeLocked(e)
@@ -283,7 +298,7 @@ func (r *runner[T]) finish(e *entry[T], res Resolution, completed bool) {
 	claimable := idle || r.maxHeld-r.inflight == r.minClaim
 	r.mu.Unlock()
 	if queue {
-		r.results.add(e, res, completed, idle, time.Now())
+		r.results.add(e, res, completed, idle, now)
 	}
 	if claimable {
 		signal(r.capacityFreed)
