@@ -303,21 +303,11 @@ func (b *bench) idleRun(ctx context.Context, exe string, s idleSystem, dsn strin
 
 // procCPU returns the user+system CPU seconds of process pid so far.
 func procCPU(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := procStatFields(pid)
 	if err != nil {
-		return 0, fmt.Errorf("read stat of %d: %w", pid, err)
+		return 0, err
 	}
-	// The command name (field 2) may hold spaces; fields after its closing
-	// parenthesis are space-separated, utime and stime are fields 14, 15.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("stat of %d: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("stat of %d: %d fields", pid, len(f))
-	}
+	// utime and stime are fields 14 and 15.
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
@@ -326,22 +316,33 @@ func procCPU(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
-// procMinorFaults returns the minor page faults of process pid so far
-// (field 10 of /proc/<pid>/stat): for a server backend, mostly first
-// touches of shared buffers it had not mapped yet.
-func procMinorFaults(pid int) (int64, error) {
+// procStatFields returns the fields of /proc/<pid>/stat from the third
+// (state) on, at least 13 of them. The command name (field 2) may hold
+// spaces; the fields after its closing parenthesis are space-separated.
+func procStatFields(pid int) ([]string, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read stat of %d: %w", pid, err)
+		return nil, fmt.Errorf("read stat of %d: %w", pid, err)
 	}
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("stat of %d: no command name", pid)
+		return nil, fmt.Errorf("stat of %d: no command name", pid)
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 8 {
-		return 0, fmt.Errorf("stat of %d: %d fields", pid, len(f))
+	if len(f) < 13 {
+		return nil, fmt.Errorf("stat of %d: %d fields", pid, len(f))
+	}
+	return f, nil
+}
+
+// procMinorFaults returns the minor page faults of process pid so far
+// (field 10 of /proc/<pid>/stat): for a server backend, mostly first
+// touches of shared buffers it had not mapped yet.
+func procMinorFaults(pid int) (int64, error) {
+	f, err := procStatFields(pid)
+	if err != nil {
+		return 0, err
 	}
 	n, err := strconv.ParseInt(f[7], 10, 64)
 	if err != nil {

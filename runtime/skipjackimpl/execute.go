@@ -178,7 +178,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 	}
 	start := time.Now()
 	err := call(hctx, r.w.handle, job, r.log)
-	end := time.Now() // read once: the clock costs a quick job more than its lock does
+	end := time.Now() // read once, for the duration, the overrun check and the result
 	took := end.Sub(start)
 	ran := took // measured as the deadline is
 	if r.timeouts != nil {
