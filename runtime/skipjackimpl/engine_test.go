@@ -429,7 +429,7 @@ func TestConcurrencyBoundsHandlers(t *testing.T) {
 //
 // Not parallel: it counts every goroutine of the process.
 func TestQuickHandlersKeepFewGoroutines(t *testing.T) {
-	const jobs, concurrency = 5_000, 1_000
+	const jobs, concurrency = 5_000, 2_000
 	f := &fakeStore{pending: ids(jobs), discardAcks: true}
 	base := runtime.NumGoroutine()
 	var peak atomic.Int64
@@ -446,8 +446,9 @@ func TestQuickHandlersKeepFewGoroutines(t *testing.T) {
 	waitFor(t, "every job to run", func() bool { return handled.Load() == jobs })
 	stop()
 	// The worker's own goroutines (fetcher, completer, heartbeats) are a
-	// handful, and quick handlers' goroutines grow slowly (12-118 in runs
-	// with -race); a goroutine per queued job is over a thousand.
+	// handful, and quick handlers' goroutines grow slowly (12-268 in runs
+	// with -race, on a loaded machine too); a goroutine per queued job is
+	// 2,000 here.
 	if extra := peak.Load() - int64(base); extra > concurrency/2 {
 		t.Errorf("up to %d goroutines more than before Run while quick handlers ran %d jobs, want at most %d", extra, jobs, concurrency/2)
 	} else {
