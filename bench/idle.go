@@ -303,52 +303,41 @@ func (b *bench) idleRun(ctx context.Context, exe string, s idleSystem, dsn strin
 
 // procCPU returns the user+system CPU seconds of process pid so far.
 func procCPU(pid int) (float64, error) {
-	f, err := procStatFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	// utime and stime are fields 14 and 15.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("stat of %d: %w", pid, err)
-	}
-	return float64(ut+st) / clockTicks, nil
+	st, err := readProcStat(pid)
+	return st.cpu, err
 }
 
-// procStatFields returns the fields of /proc/<pid>/stat from the third
-// (state) on, at least 13 of them. The command name (field 2) may hold
-// spaces; the fields after its closing parenthesis are space-separated.
-func procStatFields(pid int) ([]string, error) {
+// procStat is what the bench reads of /proc/<pid>/stat.
+type procStat struct {
+	cpu         float64 // user+system CPU seconds so far
+	minorFaults int64   // minor page faults so far: for a server backend, mostly first touches of shared buffers it had not mapped yet
+}
+
+// readProcStat reads process pid's CPU time (fields 14 and 15 of
+// /proc/<pid>/stat) and minor page faults (field 10) in one read.
+func readProcStat(pid int) (procStat, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return nil, fmt.Errorf("read stat of %d: %w", pid, err)
+		return procStat{}, fmt.Errorf("read stat of %d: %w", pid, err)
 	}
+	// The command name (field 2) may hold spaces; fields after its
+	// closing parenthesis are space-separated, starting with field 3.
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return nil, fmt.Errorf("stat of %d: no command name", pid)
+		return procStat{}, fmt.Errorf("stat of %d: no command name", pid)
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return nil, fmt.Errorf("stat of %d: %d fields", pid, len(f))
+		return procStat{}, fmt.Errorf("stat of %d: %d fields", pid, len(f))
 	}
-	return f, nil
-}
-
-// procMinorFaults returns the minor page faults of process pid so far
-// (field 10 of /proc/<pid>/stat): for a server backend, mostly first
-// touches of shared buffers it had not mapped yet.
-func procMinorFaults(pid int) (int64, error) {
-	f, err := procStatFields(pid)
-	if err != nil {
-		return 0, err
+	minflt, err1 := strconv.ParseInt(f[7], 10, 64)
+	ut, err2 := strconv.ParseInt(f[11], 10, 64)
+	st, err3 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return procStat{}, fmt.Errorf("stat of %d: %w", pid, err)
 	}
-	n, err := strconv.ParseInt(f[7], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("stat of %d: %w", pid, err)
-	}
-	return n, nil
+	return procStat{cpu: float64(ut+st) / clockTicks, minorFaults: minflt}, nil
 }
 
 // procRSS returns the resident set size of process pid in MiB.

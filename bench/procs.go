@@ -316,20 +316,18 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []str
 	}
 	// Let the children's start-up statements settle before the clocks start.
 	time.Sleep(200 * time.Millisecond)
-	if pgss {
-		if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, oid, 0) FROM pg_database WHERE datname = ANY($1)`, dbs); err != nil {
-			return res, fmt.Errorf("reset pg_stat_statements: %w", err)
+	// startClocks resets the statement statistics and reads the CPU
+	// counters the burn-down's figures are measured from.
+	var cpu0 procCPUReading
+	startClocks := func() error {
+		if pgss {
+			if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, oid, 0) FROM pg_database WHERE datname = ANY($1)`, dbs); err != nil {
+				return fmt.Errorf("reset pg_stat_statements: %w", err)
+			}
 		}
-	}
-	cpu0, err := b.processCPU(ctx, dbs, children)
-	if err != nil {
-		return res, err
-	}
-	start := time.Now()
-	for _, c := range children {
-		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
-			return res, fmt.Errorf("start child: %w", err)
-		}
+		var err error
+		cpu0, err = b.processCPU(ctx, dbs, children)
+		return err
 	}
 	handledSum := func() int64 {
 		var sum int64
@@ -338,17 +336,25 @@ func (b *bench) processRun(ctx context.Context, exe string, s system, dsns []str
 		}
 		return sum
 	}
+	// With -procs-warm, the clocks start once every child has handled a
+	// job, and the jobs handled before are left out.
+	if !b.o.procsWarm {
+		if err := startClocks(); err != nil {
+			return res, err
+		}
+	}
+	start := time.Now()
+	for _, c := range children {
+		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+			return res, fmt.Errorf("start child: %w", err)
+		}
+	}
 	before := int64(0) // jobs handled before the clocks started
 	if b.o.procsWarm {
 		if err := waitEveryChildWorking(ctx, handled, b.burnTimeout(s), exited); err != nil {
 			return res, err
 		}
-		if pgss {
-			if _, err := b.a.conn.Exec(ctx, `SELECT pg_stat_statements_reset(0, oid, 0) FROM pg_database WHERE datname = ANY($1)`, dbs); err != nil {
-				return res, fmt.Errorf("reset pg_stat_statements: %w", err)
-			}
-		}
-		if cpu0, err = b.processCPU(ctx, dbs, children); err != nil {
+		if err := startClocks(); err != nil {
 			return res, err
 		}
 		start = time.Now()
@@ -442,11 +448,9 @@ func (b *bench) processCPU(ctx context.Context, dbs []string, children []*benchC
 			return r, err
 		}
 		for _, be := range bs {
-			if c, err := procCPU(be.pid); err == nil {
-				r.backends[be.pid] = c
-			}
-			if n, err := procMinorFaults(be.pid); err == nil {
-				r.backendFaults[be.pid] = n
+			if st, err := readProcStat(be.pid); err == nil {
+				r.backends[be.pid] = st.cpu
+				r.backendFaults[be.pid] = st.minorFaults
 			}
 		}
 	}
