@@ -132,6 +132,11 @@ func readSQLCOutput(dir string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
+		if e.Name() == "queries.sql.go" {
+			if doc, err = addClaimInto(doc); err != nil {
+				return nil, err
+			}
+		}
 		files = append(files, File{Path: e.Name(), Data: doc})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })

@@ -127,6 +127,8 @@ feature_mutants=(
   "idle-never-flushes :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := false/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "claims-in-flight-not-idle :: skipjackimpl/execute.go :: s/idle := r.inflight == r.asked/idle := r.inflight == 0/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "idle-flushes-trickle :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := idle/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
+  "claim-buffer-not-cleared :: skipjackimpl/fetch.go :: /^\tclear(rows)$/d :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
+  "claim-buffer-not-kept :: skipjackimpl/fetch.go :: s/case r.claimBufs <- rows\[:0\]:/case r.claimBufs <- nil:/ :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
 )
 mutants+=("${feature_mutants[@]}")
 

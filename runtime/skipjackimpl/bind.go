@@ -3,6 +3,7 @@ package skipjackimpl
 import (
 	"context"
 	"time"
+	"unsafe"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
@@ -94,6 +95,14 @@ type uniqueQueries interface {
 	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error)
 }
 
+// claimIntoQueries is the Claim that skipjack generates beside sqlc's:
+// the same statement and scan, appending to a slice its caller keeps, so
+// that a worker claims thousands of jobs a second without growing a new
+// slice of rows for each claim.
+type claimIntoQueries[C ClaimRow] interface {
+	ClaimInto(ctx context.Context, dst []C, lease time.Duration, worker string, max int32) ([]C, error)
+}
+
 // quietQueries is the extra query of a queue with a notify trigger.
 type quietQueries interface {
 	EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
@@ -130,19 +139,41 @@ type queries interface {
 
 // binding adapts one queue's sqlc Queries to queries.
 type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow] struct {
-	q Queries[C, H, G, L, S, E, A, R, V, F, K]
+	q    Queries[C, H, G, L, S, E, A, R, V, F, K]
+	into claimIntoQueries[C] // q's ClaimInto; nil for queries generated before it
 }
 
-func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+// newBinding binds q, noting whether it claims into a given slice.
+func newBinding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow](q Queries[C, H, G, L, S, E, A, R, V, F, K]) binding[C, H, G, L, S, E, A, R, V, F, K] {
+	into, _ := q.(claimIntoQueries[C])
+	return binding[C, H, G, L, S, E, A, R, V, F, K]{q: q, into: into}
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Claim(ctx context.Context, dst []ClaimedRow, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
+	if b.into != nil {
+		rows, err := b.into.ClaimInto(ctx, asClaimRows[C](dst), lease, worker, int32(limit))
+		return claimedRows(rows), err
+	}
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	out := make([]ClaimedRow, len(rows))
-	for i, r := range rows {
-		out[i] = ClaimedRow(r)
-	}
-	return out, nil
+	return append(dst, claimedRows(rows)...), nil
+}
+
+// claimedRows returns rows as ClaimedRows and asClaimRows returns ClaimedRows
+// as C, both without copying: C's underlying type is claimedShape (its
+// constraint says so), the same as ClaimedRow's, so the two share one
+// memory layout. Go converts C to ClaimedRow but not []C to []ClaimedRow,
+// and a copy would cost a claim of thousands of jobs a second slice as
+// large as the one it scanned. Both keep the slice's capacity, so that
+// appending to the result reuses it.
+func claimedRows[C ClaimRow](rows []C) []ClaimedRow {
+	return unsafe.Slice((*ClaimedRow)(unsafe.Pointer(unsafe.SliceData(rows))), cap(rows))[:len(rows)]
+}
+
+func asClaimRows[C ClaimRow](rows []ClaimedRow) []C {
+	return unsafe.Slice((*C)(unsafe.Pointer(unsafe.SliceData(rows))), cap(rows))[:len(rows)]
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]int64, time.Time, error) {

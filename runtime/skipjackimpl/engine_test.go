@@ -45,9 +45,19 @@ type fakeStore struct {
 	holdEmptyClaims chan struct{}
 	emptyClaimed    chan struct{}
 	emptyOnce       sync.Once
+	// dsts records, for every Claim call, the capacity of the slice it was
+	// given to append to, and whether all of that slice (up to its
+	// capacity) was zero: a cleared buffer that holds nothing alive.
+	dsts []claimDst
 }
 
-func (f *fakeStore) Claim(ctx context.Context, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
+// claimDst is what one Claim call was given to append to.
+type claimDst struct {
+	len, cap int
+	cleared  bool
+}
+
+func (f *fakeStore) Claim(ctx context.Context, dst []ClaimedRow, limit int, _ time.Duration, _ string) ([]ClaimedRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.pending) == 0 && f.holdEmptyClaims != nil {
@@ -61,18 +71,20 @@ func (f *fakeStore) Claim(ctx context.Context, limit int, _ time.Duration, _ str
 		}
 		f.mu.Lock()
 	}
+	f.dsts = append(f.dsts, claimDst{len: len(dst), cap: cap(dst), cleared: !slices.ContainsFunc(dst[:cap(dst)], func(r ClaimedRow) bool {
+		return r.ID != 0 || r.Payload != nil || r.Errors != nil
+	})})
 	n := min(limit, len(f.pending))
-	rows := make([]ClaimedRow, n)
 	payload := f.payload
 	if payload == nil {
 		payload = []byte(`{}`)
 	}
-	for i, id := range f.pending[:n] {
-		rows[i] = ClaimedRow{ID: id, Attempt: 1, Claim: 1, MaxAttempts: 3, Payload: payload, Errors: []byte(`[]`)}
+	for _, id := range f.pending[:n] {
+		dst = append(dst, ClaimedRow{ID: id, Attempt: 1, Claim: 1, MaxAttempts: 3, Payload: payload, Errors: []byte(`[]`)})
 	}
 	f.pending = f.pending[n:]
 	f.claims += n
-	return rows, nil
+	return dst, nil
 }
 
 func (f *fakeStore) Complete(ctx context.Context, ids []int64, _ []int32, _ []int64) ([]int64, time.Time, error) {
@@ -453,5 +465,44 @@ func TestQuickHandlersKeepFewGoroutines(t *testing.T) {
 		t.Errorf("up to %d goroutines more than before Run while quick handlers ran %d jobs, want at most %d", extra, jobs, concurrency/2)
 	} else {
 		t.Logf("at most %d goroutines more than before Run", extra)
+	}
+}
+
+// TestClaimsReuseClearedBuffers checks that a worker's claims scan their
+// rows into slices it keeps from one claim to the next, instead of a new
+// slice of thousands of rows per claim, and that a kept slice is cleared
+// first, so that it holds no payload of jobs long finished alive.
+func TestClaimsReuseClearedBuffers(t *testing.T) {
+	t.Parallel()
+	const jobs, batch = 3_000, 100
+	f := &fakeStore{pending: ids(jobs), discardAcks: true}
+	var handled atomic.Int64
+	stop := runFake(t, f, QueueSpec{Name: "fake", Lease: 30 * time.Second},
+		skipjack.WorkerConfig{Concurrency: batch, BatchSize: batch},
+		func(context.Context, *skipjack.Job[struct{}]) error {
+			handled.Add(1)
+			return nil
+		})
+	waitFor(t, "every job to run", func() bool { return handled.Load() == jobs })
+	stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.dsts) < jobs/batch {
+		t.Fatalf("%d claims for %d jobs of at most %d each", len(f.dsts), jobs, batch)
+	}
+	fresh := 0
+	for i, d := range f.dsts {
+		if d.len != 0 || !d.cleared {
+			t.Errorf("claim %d was given %d rows to append to (%v cleared), want an empty, cleared slice", i+1, d.len, d.cleared)
+		}
+		if d.cap < batch/2 {
+			fresh++
+		}
+	}
+	// A claim that finds no kept slice starts with nothing: at most one
+	// per claim in flight. Every other claim takes a slice that an earlier
+	// claim of a full batch grew.
+	if fresh > maxClaimsInFlight {
+		t.Errorf("%d of %d claims were given no slice kept from an earlier claim, want at most %d (one per claim in flight)", fresh, len(f.dsts), maxClaimsInFlight)
 	}
 }

@@ -299,12 +299,17 @@ func (r *runner[T]) reserve() int {
 func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, short, err := r.claimRows(ctx, limit, inTurn)
+	var buf []ClaimedRow
+	select {
+	case buf = <-r.claimBufs:
+	default:
+	}
+	rows, short, err := r.claimRows(ctx, buf[:0], limit, inTurn)
 	turnWaited := inTurn && errors.Is(err, errTurnWaited)
 	if turnWaited {
 		r.log.Warn("skipjack: a claim waited too long for its turn; claiming without turns for a while (pg_locks shows who holds the advisory lock)",
 			"error", err, "without_turns_for", turnPause)
-		rows, short, err = r.claimRows(ctx, limit, false)
+		rows, short, err = r.claimRows(ctx, rows[:0], limit, false)
 	}
 	took := time.Since(start)
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
@@ -313,7 +318,7 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 		// transaction that committed after this claim's snapshot. Nothing
 		// was claimed; the next claim sees that job and skips its key.
 		r.log.Debug("skipjack: a claim raced another for a serial key; claiming again", "error", err)
-		rows, err = nil, nil
+		rows, err = rows[:0], nil
 		r.noteDue(min(limitPoll, r.cfg.PollInterval))
 	}
 	if short != nil {
@@ -323,9 +328,10 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 	}
 	cancel()
 	if err != nil {
-		rows = nil
+		rows = rows[:0]
 		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
 	}
+	defer r.keepClaimBuf(rows)
 	r.hooks.claimDone(limit, len(rows), took, err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
 	// once, rather than on the handler goroutines, which start with
@@ -391,7 +397,7 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 // processes, so that each counts the jobs the ones before it claimed, and
 // steers the planner to the claim's index scans. When a limited claim comes
 // back short, the same transaction asks why (Headroom) and returns it.
-func (r *runner[T]) claimRows(ctx context.Context, limit int, inTurn bool) ([]ClaimedRow, *headroom, error) {
+func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, inTurn bool) ([]ClaimedRow, *headroom, error) {
 	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
 		s := r.store
 		if inTurn && r.inTurn != nil {
@@ -399,10 +405,10 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int, inTurn bool) ([]Cl
 		} else if r.steered != nil {
 			s = r.steered
 		}
-		rows, err := s.Claim(ctx, limit, r.spec.Lease, r.liveness.id)
+		rows, err := s.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
 		return rows, nil, err
 	}
-	var rows []ClaimedRow
+	rows := dst
 	var short *headroom
 	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		qs := r.w.bind(tx).(limitStore)
@@ -410,7 +416,7 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int, inTurn bool) ([]Cl
 			return fmt.Errorf("admit: %w", err)
 		}
 		var err error
-		if rows, err = qs.Claim(ctx, limit, r.spec.Lease, r.liveness.id); err != nil {
+		if rows, err = qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id); err != nil {
 			return err
 		}
 		if len(rows) < limit && r.spec.limited() {
@@ -423,6 +429,18 @@ func (r *runner[T]) claimRows(ctx context.Context, limit int, inTurn bool) ([]Cl
 		return nil
 	})
 	return rows, short, err
+}
+
+// keepClaimBuf keeps the slice a claim scanned its rows into for a later
+// claim, once the rows are copied into entries: cleared, so that it holds
+// no payload alive, and only while the free list has room (one per claim
+// in flight).
+func (r *runner[T]) keepClaimBuf(rows []ClaimedRow) {
+	clear(rows)
+	select {
+	case r.claimBufs <- rows[:0]:
+	default:
+	}
 }
 
 // limitPoll is how soon a worker of a queue whose concurrency limit is

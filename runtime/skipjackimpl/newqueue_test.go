@@ -2,6 +2,7 @@ package skipjackimpl
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,40 @@ func TestZeroWorkerRun(t *testing.T) {
 	for _, w := range []*skipjack.Worker[int]{nil, new(skipjack.Worker[int])} {
 		if err := w.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "NewWorker") {
 			t.Errorf("Run of %v = %v, want an error naming NewWorker", w, err)
+		}
+	}
+}
+
+// generatedClaimRow is a named row type of claimedShape, as sqlc generates
+// one per queue.
+type generatedClaimRow claimedShape
+
+// TestClaimedRowsKeepsEveryField checks that the claim rows the runtime
+// reads in place of sqlc's are the same rows, field for field, for empty,
+// one-row and many-row claims.
+func TestClaimedRowsKeepsEveryField(t *testing.T) {
+	t.Parallel()
+	row := func(id int64) generatedClaimRow {
+		at := time.Date(2026, 12, 4, 0, 0, 0, int(id), time.UTC)
+		return generatedClaimRow{
+			ID: id, Attempt: int32(id + 1), Claim: int32(id + 2), MaxAttempts: int32(id + 3), Priority: int16(id + 4),
+			Payload: []byte(`{"n":1}`), RunAt: at, CreatedAt: at.Add(-time.Second), Rescues: int32(id + 5),
+			Errors: []byte(`[]`), Trace: []byte(`{}`),
+		}
+	}
+	for _, n := range []int{0, 1, 3000} {
+		rows := make([]generatedClaimRow, n)
+		for i := range rows {
+			rows[i] = row(int64(i))
+		}
+		got := claimedRows(rows)
+		if len(got) != n {
+			t.Fatalf("%d rows: got %d", n, len(got))
+		}
+		for i := range got {
+			if want := ClaimedRow(row(int64(i))); !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("%d rows: row %d = %+v, want %+v", n, i, got[i], want)
+			}
 		}
 	}
 }

@@ -53,7 +53,7 @@ func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, R, V, F, K], C ClaimRow, 
 		spec: spec.withDefaults(),
 		bind: func(db DBTX) queries {
 			d, _ := db.(D) // fails only for a nil db, which stays nil
-			return binding[C, H, G, L, S, E, A, R, V, F, K]{q: newQueries(d)}
+			return newBinding[C, H, G, L, S, E, A, R, V, F, K](newQueries(d))
 		},
 	}
 }

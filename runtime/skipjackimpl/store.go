@@ -111,9 +111,10 @@ type Resolution struct {
 // token while the job is running, so a writer whose lease was lost never
 // touches a newer attempt; batched writes lock rows in id order.
 type store interface {
-	// Claim marks up to limit due pending jobs running under a lease and
-	// returns them (FOR NO KEY UPDATE SKIP LOCKED).
-	Claim(ctx context.Context, limit int, lease time.Duration, worker string) ([]ClaimedRow, error)
+	// Claim marks up to limit due pending jobs running under a lease
+	// (FOR NO KEY UPDATE SKIP LOCKED) and returns them appended to dst,
+	// whose spare capacity it reuses.
+	Claim(ctx context.Context, dst []ClaimedRow, limit int, lease time.Duration, worker string) ([]ClaimedRow, error)
 	// Complete acknowledges completed jobs (deleting them or marking them
 	// completed, per the queue's retention) and returns the ids it matched.
 	// It counts them in the schema's counts table, adding waits (a

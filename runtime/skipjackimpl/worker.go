@@ -162,12 +162,13 @@ type runner[T any] struct {
 	handlerGroup sync.WaitGroup // every handler goroutine
 
 	// Wake-ups, named after what they announce.
-	capacityFreed chan struct{}   // to the fetcher: held jobs were let go, or a due time was noted
-	claimable     chan struct{}   // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
-	wake          <-chan struct{} // to the fetcher: the queue was notified; nil when polling only
-	stopHandlers  chan struct{}   // closed when no job starts any more
-	handlerBase   context.Context // parent of handler contexts: Run's values, never cancelled
-	claims        sync.WaitGroup  // claim statements in flight
+	capacityFreed chan struct{}     // to the fetcher: held jobs were let go, or a due time was noted
+	claimable     chan struct{}     // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
+	wake          <-chan struct{}   // to the fetcher: the queue was notified; nil when polling only
+	stopHandlers  chan struct{}     // closed when no job starts any more
+	handlerBase   context.Context   // parent of handler contexts: Run's values, never cancelled
+	claims        sync.WaitGroup    // claim statements in flight
+	claimBufs     chan []ClaimedRow // slices claims scan rows into, kept for the next claims (keepClaimBuf)
 }
 
 // entry is one claimed job.
@@ -225,6 +226,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
 		capacityFreed: make(chan struct{}, 1),
+		claimBufs:     make(chan []ClaimedRow, maxClaimsInFlight),
 		claimable:     make(chan struct{}, 1),
 		stopHandlers:  make(chan struct{}),
 	}

@@ -146,6 +146,42 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 	return items, nil
 }
 
+// ClaimInto runs the same statement as Claim and scans the same columns,
+// but appends the rows to dst, each scanned in place, so that a worker that
+// keeps dst from one claim to the next claims without growing a new slice
+// of rows each time.
+func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
+	rows, err := q.db.Query(ctx, claim, lease, worker, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := dst
+	for rows.Next() {
+		items = append(items, ClaimRow{})
+		i := &items[len(items)-1]
+		if err := rows.Scan(
+			&i.ID,
+			&i.Attempt,
+			&i.Claim,
+			&i.MaxAttempts,
+			&i.Priority,
+			&i.Payload,
+			&i.RunAt,
+			&i.CreatedAt,
+			&i.Rescues,
+			&i.Errors,
+			&i.Trace,
+		); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const complete = `-- name: Complete :many
 WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims
