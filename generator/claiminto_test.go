@@ -66,10 +66,11 @@ func TestAddClaimInto(t *testing.T) {
 			src:  sqlcClaim,
 			want: []string{
 				"func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {",
-				"\t\titems = append(items, i)\n",
+				"\t\tvar i ClaimRow\n\t\tif err := rows.Scan(\n\t\t\t&i.ID,\n\t\t\t&i.Payload,\n\t\t); err != nil {\n",
 				claimIntoDoc + "func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {\n" +
 					"\trows, err := q.db.Query(ctx, claim, lease, worker, max)\n",
-				"\titems := dst\n\tfor rows.Next() {\n\t\titems = append(items, ClaimRow{})\n\t\ti := &items[len(items)-1]\n\t\tif err := rows.Scan(\n\t\t\t&i.ID,\n\t\t\t&i.Payload,\n\t\t); err != nil {\n\t\t\treturn nil, err\n\t\t}\n\t}\n",
+				"\titems := dst\n\tvar i ClaimRow\n\tscan := []any{\n\t\t&i.ID,\n\t\t&i.Payload,\n\t}\n\tfor rows.Next() {\n" +
+					"\t\tif err := rows.Scan(scan...); err != nil {\n\t\t\treturn nil, err\n\t\t}\n\t\titems = append(items, i)\n\t}\n",
 				"\treturn items, nil\n}\n\nconst complete",
 			},
 		},
@@ -82,6 +83,11 @@ func TestAddClaimInto(t *testing.T) {
 			name:    "Claim of another shape",
 			src:     strings.Replace(sqlcClaim, "var items []ClaimRow", "items := []ClaimRow{}", 1),
 			wantErr: `("var items []ClaimRow" appears 0 times, want once)`,
+		},
+		{
+			name:    "Claim that scans on one line",
+			src:     strings.Replace(sqlcClaim, "rows.Scan(\n\t\t\t&i.ID,\n\t\t\t&i.Payload,\n\t\t)", "rows.Scan(&i.ID, &i.Payload)", 1),
+			wantErr: "no multi-line rows.Scan",
 		},
 		{
 			name:    "not Go",
@@ -110,8 +116,8 @@ func TestAddClaimInto(t *testing.T) {
 				}
 				rest = rest[i+len(w):]
 			}
-			if got := strings.Count(string(out), "items = append(items, i)"); got != 1 {
-				t.Errorf("sqlc's append appears %d times, want once (in Claim only)", got)
+			if got := strings.Count(string(out), "rows.Scan("); got != 2 {
+				t.Errorf("rows.Scan appears %d times, want twice (Claim's and ClaimInto's)", got)
 			}
 		})
 	}

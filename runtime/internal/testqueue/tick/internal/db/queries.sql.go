@@ -147,9 +147,9 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 }
 
 // ClaimInto runs the same statement as Claim and scans the same columns,
-// but appends the rows to dst, each scanned in place, so that a worker that
-// keeps dst from one claim to the next claims without growing a new slice
-// of rows each time.
+// but into one row that it appends to dst, so that a worker that keeps dst
+// from one claim to the next allocates neither a slice of rows nor a row
+// (with the list of its fields Scan takes) per claimed job.
 func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
@@ -157,24 +157,25 @@ func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Dura
 	}
 	defer rows.Close()
 	items := dst
+	var i ClaimRow
+	scan := []any{
+		&i.ID,
+		&i.Attempt,
+		&i.Claim,
+		&i.MaxAttempts,
+		&i.Priority,
+		&i.Payload,
+		&i.RunAt,
+		&i.CreatedAt,
+		&i.Rescues,
+		&i.Errors,
+		&i.Trace,
+	}
 	for rows.Next() {
-		items = append(items, ClaimRow{})
-		i := &items[len(items)-1]
-		if err := rows.Scan(
-			&i.ID,
-			&i.Attempt,
-			&i.Claim,
-			&i.MaxAttempts,
-			&i.Priority,
-			&i.Payload,
-			&i.RunAt,
-			&i.CreatedAt,
-			&i.Rescues,
-			&i.Errors,
-			&i.Trace,
-		); err != nil {
+		if err := rows.Scan(scan...); err != nil {
 			return nil, err
 		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
