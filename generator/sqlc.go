@@ -133,7 +133,7 @@ func readSQLCOutput(dir string) ([]File, error) {
 			return nil, err
 		}
 		if e.Name() == "queries.sql.go" {
-			if doc, err = addClaimInto(doc); err != nil {
+			if doc, err = addInto(doc); err != nil {
 				return nil, err
 			}
 		}

@@ -95,12 +95,17 @@ type uniqueQueries interface {
 	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error)
 }
 
-// claimIntoQueries is the Claim that skipjack generates beside sqlc's:
-// the same statement and scan, appending to a slice its caller keeps, so
-// that a worker claims thousands of jobs a second without growing a new
-// slice of rows for each claim.
+// claimIntoQueries and completeIntoQueries are the Claim and Complete
+// that skipjack generates beside sqlc's: the same statements and scans,
+// appending to a slice the caller keeps or sizes, so that a worker claims
+// and acknowledges thousands of jobs a second without growing a new slice
+// of rows, and allocating each row, for every batch.
 type claimIntoQueries[C ClaimRow] interface {
 	ClaimInto(ctx context.Context, dst []C, lease time.Duration, worker string, max int32) ([]C, error)
+}
+
+type completeIntoQueries[K CompleteRow] interface {
+	CompleteInto(ctx context.Context, dst []K, ids []int64, claims []int32, waits []int64) ([]K, error)
 }
 
 // quietQueries is the extra query of a queue with a notify trigger.
@@ -139,19 +144,24 @@ type queries interface {
 
 // binding adapts one queue's sqlc Queries to queries.
 type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow] struct {
-	q    Queries[C, H, G, L, S, E, A, R, V, F, K]
-	into claimIntoQueries[C] // q's ClaimInto; nil for queries generated before it
+	q Queries[C, H, G, L, S, E, A, R, V, F, K]
+	// q's ClaimInto and CompleteInto; nil for queries generated before them.
+	claimInto    claimIntoQueries[C]
+	completeInto completeIntoQueries[K]
 }
 
-// newBinding binds q, noting whether it claims into a given slice.
+// newBinding binds q, noting whether it claims and completes into given
+// slices.
 func newBinding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow](q Queries[C, H, G, L, S, E, A, R, V, F, K]) binding[C, H, G, L, S, E, A, R, V, F, K] {
-	into, _ := q.(claimIntoQueries[C])
-	return binding[C, H, G, L, S, E, A, R, V, F, K]{q: q, into: into}
+	b := binding[C, H, G, L, S, E, A, R, V, F, K]{q: q}
+	b.claimInto, _ = q.(claimIntoQueries[C])
+	b.completeInto, _ = q.(completeIntoQueries[K])
+	return b
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Claim(ctx context.Context, dst []ClaimedRow, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
-	if b.into != nil {
-		rows, err := b.into.ClaimInto(ctx, asClaimRows[C](dst), lease, worker, int32(limit))
+	if b.claimInto != nil {
+		rows, err := b.claimInto.ClaimInto(ctx, asClaimRows[C](dst), lease, worker, int32(limit))
 		return claimedRows(rows), err
 	}
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
@@ -177,7 +187,14 @@ func asClaimRows[C ClaimRow](rows []ClaimedRow) []C {
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]int64, time.Time, error) {
-	rows, err := b.q.Complete(ctx, ids, claims, waits)
+	var rows []K
+	var err error
+	if b.completeInto != nil {
+		// At most one row per id: one allocation, sized once.
+		rows, err = b.completeInto.CompleteInto(ctx, make([]K, 0, len(ids)), ids, claims, waits)
+	} else {
+		rows, err = b.q.Complete(ctx, ids, claims, waits)
+	}
 	if err != nil {
 		return nil, time.Time{}, err
 	}

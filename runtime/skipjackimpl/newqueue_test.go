@@ -2,7 +2,9 @@ package skipjackimpl
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,66 @@ func TestClaimedRowsKeepsEveryField(t *testing.T) {
 				t.Fatalf("%d rows: row %d = %+v, want %+v", n, i, got[i], want)
 			}
 		}
+	}
+}
+
+// intoQueries are fakeQueries with the Into variants skipjack generates;
+// they record what they were given and fail if sqlc's plain Claim or
+// Complete runs instead.
+type intoQueries struct {
+	fakeQueries
+	claimDst    []claimedShape
+	completeDst []completeRow
+}
+
+func (q *intoQueries) Claim(context.Context, time.Duration, string, int32) ([]claimedShape, error) {
+	return nil, errors.New("sqlc's Claim ran, not ClaimInto")
+}
+
+func (q *intoQueries) ClaimInto(_ context.Context, dst []claimedShape, _ time.Duration, _ string, max int32) ([]claimedShape, error) {
+	q.claimDst = dst
+	for i := range max {
+		dst = append(dst, claimedShape{ID: int64(i + 1)})
+	}
+	return dst, nil
+}
+
+func (q *intoQueries) Complete(context.Context, []int64, []int32, []int64) ([]completeRow, error) {
+	return nil, errors.New("sqlc's Complete ran, not CompleteInto")
+}
+
+func (q *intoQueries) CompleteInto(_ context.Context, dst []completeRow, ids []int64, _ []int32, _ []int64) ([]completeRow, error) {
+	q.completeDst = dst
+	for _, id := range ids[1:] { // the first id is no longer this attempt's
+		dst = append(dst, completeRow{ID: id, At: time.Unix(id, 0)})
+	}
+	return dst, nil
+}
+
+// TestBindingRunsIntoQueries checks that the runtime claims and completes
+// through the Into variants when the generated queries have them: claims
+// append to the slice the worker keeps, and acknowledgements scan into one
+// slice sized for every id.
+func TestBindingRunsIntoQueries(t *testing.T) {
+	t.Parallel()
+	q := &intoQueries{}
+	b := newBinding[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, headroom, activityRow, failureGroupRow, completeRow](q)
+	kept := make([]ClaimedRow, 0, 8)
+	rows, err := b.Claim(context.Background(), kept, 3, time.Minute, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[2].ID != 3 || cap(q.claimDst) != 8 || &rows[0] != &kept[:1][0] {
+		t.Errorf("Claim returned %d rows (capacity %d given to ClaimInto), want 3 in the kept slice of capacity 8", len(rows), cap(q.claimDst))
+	}
+	matched, at, err := b.Complete(context.Background(), []int64{7, 8, 9}, []int32{1, 1, 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(matched, []int64{8, 9}) || !at.Equal(time.Unix(9, 0)) {
+		t.Errorf("Complete = %v at %v, want [8 9] at the last row's time", matched, at)
+	}
+	if len(q.completeDst) != 0 || cap(q.completeDst) != 3 {
+		t.Errorf("CompleteInto was given %d rows of capacity %d, want none of capacity 3 (one per id)", len(q.completeDst), cap(q.completeDst))
 	}
 }

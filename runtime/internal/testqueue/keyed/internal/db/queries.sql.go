@@ -154,10 +154,11 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 	return items, nil
 }
 
-// ClaimInto runs the same statement as Claim and scans the same columns,
-// but into one row that it appends to dst, so that a worker that keeps dst
-// from one claim to the next allocates neither a slice of rows nor a row
-// (with the list of its fields Scan takes) per claimed job.
+// ClaimInto runs the same statement as Claim and scans the same
+// columns, but into one row that it appends to dst, so that a caller that
+// sizes dst, or keeps it from one call to the next, allocates neither a
+// growing slice of rows nor a row (with the list of its fields Scan
+// takes) per row.
 func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
@@ -251,6 +252,32 @@ func (q *Queries) Complete(ctx context.Context, ids []int64, claims []int32, wai
 	for rows.Next() {
 		var i CompleteRow
 		if err := rows.Scan(&i.ID, &i.At); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// CompleteInto runs the same statement as Complete and scans the same
+// columns, but into one row that it appends to dst, so that a caller that
+// sizes dst, or keeps it from one call to the next, allocates neither a
+// growing slice of rows nor a row (with the list of its fields Scan
+// takes) per row.
+func (q *Queries) CompleteInto(ctx context.Context, dst []CompleteRow, ids []int64, claims []int32, waits []int64) ([]CompleteRow, error) {
+	rows, err := q.db.Query(ctx, complete, ids, claims, waits)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := dst
+	var i CompleteRow
+	scan := []any{&i.ID, &i.At}
+	for rows.Next() {
+		if err := rows.Scan(scan...); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
