@@ -15,10 +15,9 @@ var intoQueries = []string{"Claim", "Complete"}
 // intoDoc is the doc comment of the Into variant of the query name.
 func intoDoc(name string) string {
 	return "// " + name + "Into runs the same statement as " + name + " and scans the same\n" +
-		"// columns, but into one row that it appends to dst, so that a caller that\n" +
-		"// sizes dst, or keeps it from one call to the next, allocates neither a\n" +
-		"// growing slice of rows nor a row (with the list of its fields Scan\n" +
-		"// takes) per row.\n"
+		"// columns, but into one row variable that it appends to dst: a caller\n" +
+		"// that sizes dst, or keeps it from one call to the next, allocates no\n" +
+		"// growing slice of rows, and no row or list of Scan arguments per row.\n"
 }
 
 // addInto adds, after each query of intoQueries in src (the queries.sql.go

@@ -104,6 +104,7 @@ type claimIntoQueries[C ClaimRow] interface {
 	ClaimInto(ctx context.Context, dst []C, lease time.Duration, worker string, max int32) ([]C, error)
 }
 
+// completeIntoQueries is the CompleteInto of claimIntoQueries' comment.
 type completeIntoQueries[K CompleteRow] interface {
 	CompleteInto(ctx context.Context, dst []K, ids []int64, claims []int32, waits []int64) ([]K, error)
 }

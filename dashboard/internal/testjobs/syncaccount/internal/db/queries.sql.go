@@ -147,10 +147,9 @@ func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string,
 }
 
 // ClaimInto runs the same statement as Claim and scans the same
-// columns, but into one row that it appends to dst, so that a caller that
-// sizes dst, or keeps it from one call to the next, allocates neither a
-// growing slice of rows nor a row (with the list of its fields Scan
-// takes) per row.
+// columns, but into one row variable that it appends to dst: a caller
+// that sizes dst, or keeps it from one call to the next, allocates no
+// growing slice of rows, and no row or list of Scan arguments per row.
 func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
@@ -255,10 +254,9 @@ func (q *Queries) Complete(ctx context.Context, ids []int64, claims []int32, wai
 }
 
 // CompleteInto runs the same statement as Complete and scans the same
-// columns, but into one row that it appends to dst, so that a caller that
-// sizes dst, or keeps it from one call to the next, allocates neither a
-// growing slice of rows nor a row (with the list of its fields Scan
-// takes) per row.
+// columns, but into one row variable that it appends to dst: a caller
+// that sizes dst, or keeps it from one call to the next, allocates no
+// growing slice of rows, and no row or list of Scan arguments per row.
 func (q *Queries) CompleteInto(ctx context.Context, dst []CompleteRow, ids []int64, claims []int32, waits []int64) ([]CompleteRow, error) {
 	rows, err := q.db.Query(ctx, complete, ids, claims, waits)
 	if err != nil {
