@@ -162,29 +162,25 @@ func newBinding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRo
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Claim(ctx context.Context, dst []ClaimedRow, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {
 	if b.claimInto != nil {
-		rows, err := b.claimInto.ClaimInto(ctx, asClaimRows[C](dst), lease, worker, int32(limit))
-		return claimedRows(rows), err
+		rows, err := b.claimInto.ClaimInto(ctx, sameRows[C](dst), lease, worker, int32(limit))
+		return sameRows[ClaimedRow](rows), err
 	}
 	rows, err := b.q.Claim(ctx, lease, worker, int32(limit))
 	if err != nil {
 		return dst, err
 	}
-	return append(dst, claimedRows(rows)...), nil
+	return append(dst, sameRows[ClaimedRow](rows)...), nil
 }
 
-// claimedRows returns rows as ClaimedRows and asClaimRows returns ClaimedRows
-// as C, both without copying: C's underlying type is claimedShape (its
-// constraint says so), the same as ClaimedRow's, so the two share one
-// memory layout. Go converts C to ClaimedRow but not []C to []ClaimedRow,
-// and a copy would cost a claim of thousands of jobs a second slice as
-// large as the one it scanned. Both keep the slice's capacity, so that
-// appending to the result reuses it.
-func claimedRows[C ClaimRow](rows []C) []ClaimedRow {
-	return unsafe.Slice((*ClaimedRow)(unsafe.Pointer(unsafe.SliceData(rows))), cap(rows))[:len(rows)]
-}
-
-func asClaimRows[C ClaimRow](rows []ClaimedRow) []C {
-	return unsafe.Slice((*C)(unsafe.Pointer(unsafe.SliceData(rows))), cap(rows))[:len(rows)]
+// sameRows returns rows as a slice of another claim row type without
+// copying them: every ClaimRow's underlying type is claimedShape (the
+// constraint says so), ClaimedRow's too, so all share one memory layout.
+// Go converts one such row type to another but not a slice of them, and a
+// copy would cost a claim of thousands of jobs a second slice as large as
+// the one it scanned. The capacity is kept, so that appending to the
+// result reuses it.
+func sameRows[To, From ClaimRow](rows []From) []To {
+	return unsafe.Slice((*To)(unsafe.Pointer(unsafe.SliceData(rows))), cap(rows))[:len(rows)]
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]int64, time.Time, error) {

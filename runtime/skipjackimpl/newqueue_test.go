@@ -103,7 +103,8 @@ type generatedClaimRow claimedShape
 
 // TestClaimedRowsKeepsEveryField checks that the claim rows the runtime
 // reads in place of sqlc's are the same rows, field for field, for empty,
-// one-row and many-row claims.
+// one-row and many-row claims, and that reading them back as sqlc's type
+// (as ClaimInto's dst) gives the rows it started from.
 func TestClaimedRowsKeepsEveryField(t *testing.T) {
 	t.Parallel()
 	row := func(id int64) generatedClaimRow {
@@ -119,14 +120,17 @@ func TestClaimedRowsKeepsEveryField(t *testing.T) {
 		for i := range rows {
 			rows[i] = row(int64(i))
 		}
-		got := claimedRows(rows)
-		if len(got) != n {
-			t.Fatalf("%d rows: got %d", n, len(got))
+		got := sameRows[ClaimedRow](rows)
+		if len(got) != n || cap(got) != cap(rows) {
+			t.Fatalf("%d rows: got %d of capacity %d, want capacity %d", n, len(got), cap(got), cap(rows))
 		}
 		for i := range got {
 			if want := ClaimedRow(row(int64(i))); !reflect.DeepEqual(got[i], want) {
 				t.Fatalf("%d rows: row %d = %+v, want %+v", n, i, got[i], want)
 			}
+		}
+		if back := sameRows[generatedClaimRow](got); !reflect.DeepEqual(back, rows) {
+			t.Fatalf("%d rows: read back as sqlc's type, they differ from the rows scanned", n)
 		}
 	}
 }
