@@ -15,7 +15,10 @@
 # `pg_ctl -o` (empty by default). PG_BIN overrides the directory of initdb and
 # pg_ctl (default: /usr/lib/postgresql/15/bin if it exists, else PATH).
 # BENCH_BIN runs a prebuilt bench binary instead of `go run .` (for A/B
-# runs of two builds against fresh clusters).
+# runs of two builds against fresh clusters). PG_CPUS and BENCH_CPUS (taskset
+# CPU lists, e.g. 0 and 1) pin the server and the bench with its worker
+# processes to CPUs of their own, so that they share no core, as they would
+# on separate hosts.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -59,10 +62,18 @@ trap 'exit 130' INT TERM
 
 as_pg "$initdb" -D "$data" -U postgres --auth=trust >"$dir/initdb.log" 2>&1 ||
 	{ cat "$dir/initdb.log" >&2; exit 1; }
-as_pg "$pg_ctl" -D "$data" -l "$dir/server.log" -w \
+start_pg=("$pg_ctl")
+if [[ -n ${PG_CPUS:-} ]]; then
+	start_pg=(taskset -c "$PG_CPUS" "$pg_ctl")
+fi
+as_pg "${start_pg[@]}" -D "$data" -l "$dir/server.log" -w \
 	-o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$dir $PG_OPTS" start >/dev/null ||
 	{ cat "$dir/server.log" >&2; exit 1; }
 started=1
 
 echo "autovacuum.sh: throwaway cluster on 127.0.0.1:$PORT in $dir (initdb defaults${PG_OPTS:+, plus $PG_OPTS})" >&2
-${BENCH_BIN:-go run .} "$@" -database-url "postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
+bench_pin=()
+if [[ -n ${BENCH_CPUS:-} ]]; then
+	bench_pin=(taskset -c "$BENCH_CPUS")
+fi
+"${bench_pin[@]}" ${BENCH_BIN:-go run .} "$@" -database-url "postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
