@@ -1,6 +1,9 @@
 package skipjackimpl
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestCrowd: a worker that claims alone covers its ids densely, whatever
 // order its two claims in flight come back in, and its window is full (so
@@ -35,5 +38,60 @@ func TestCrowd(t *testing.T) {
 	}
 	if crowded {
 		t.Error("alone again: crowded, want not")
+	}
+}
+
+// TestCrowdSeesOneOtherProcess: the crowd signal for the ids a worker's
+// last claims took, beside zero, one or more other processes that claim
+// chunks of the same size. One other process must count: its claims walk
+// past this worker's as surely as seven others' do. A worker alone must
+// never look crowded once its window is full; a crowded one must look
+// crowded at least once in every window (from then on it runs one claim
+// at a time, so its chunks alternate with the others' and it stays so).
+func TestCrowdSeesOneOtherProcess(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// mine and others are how many chunks of 1,000 ids this worker
+		// and the other processes take in each round, in that order.
+		mine, others int64
+		// gaps is how many ids in every 1,000 of this worker's chunks it
+		// did not take (jobs not due yet).
+		gaps int64
+		// want is whether the worker looks crowded.
+		want bool
+	}{
+		{name: "alone", mine: 1, others: 0, want: false},
+		{name: "alone, two claims in flight", mine: 2, others: 0, want: false},
+		{name: "alone, a tenth of the jobs not due", mine: 1, others: 0, gaps: 100, want: false},
+		{name: "one other, alternating", mine: 1, others: 1, want: true},
+		{name: "one other, both with two claims in flight", mine: 2, others: 2, want: true},
+		{name: "one other claiming half as often", mine: 2, others: 1, want: true},
+		{name: "seven others", mine: 1, others: 7, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var c crowd
+			next := int64(1)
+			var seen []bool // what each claim after the first full window showed
+			for range 3 * crowdWindow {
+				for range tt.mine {
+					crowded := c.add(claimResult{n: int(1000 - tt.gaps), minID: next, maxID: next + 999})
+					next += 1000
+					if c.next > crowdWindow {
+						seen = append(seen, crowded)
+					}
+				}
+				next += 1000 * tt.others
+			}
+			for i := 0; i+crowdWindow <= len(seen); i++ {
+				window := seen[i : i+crowdWindow]
+				if got := slices.Contains(window, true); got != tt.want {
+					t.Fatalf("claims %d-%d after the first window: crowded at some claim = %v, want %v (%v)",
+						i+1, i+crowdWindow, got, tt.want, window)
+				}
+			}
+		})
 	}
 }

@@ -88,16 +88,21 @@ const turnPause = 15 * time.Second
 // a queue alone takes every due job in id order, so its last claims
 // together cover a range of ids about as large as the jobs they took, in
 // whatever order they came back; when other processes claim too, their
-// chunks lie between this worker's and the range is several times larger.
-// (Jobs that were not due, or retried jobs claimed again, widen it too: at
-// worst the worker then runs one claim at a time for a while.)
+// chunks lie between this worker's and the range is larger: nearly twice
+// as large beside one other process that claims as much (its chunks
+// alternate with this worker's), several times larger beside more. (Jobs
+// that were not due, or retried jobs claimed again, widen it too: at worst
+// the worker then runs one claim at a time for a while.)
 type crowd struct {
 	last [crowdWindow]claimResult
 	next int
 }
 
 // add records a claim that took jobs and reports whether the last claims
-// show other claimers: they took less than half of the ids they span.
+// show other claimers: they took less than three quarters of the ids they
+// span. Half would miss a second process: two workers that each keep two
+// claims in flight take about half of the ids each, and a worker beside
+// one that claims half as often takes two thirds of them.
 func (c *crowd) add(res claimResult) bool {
 	c.last[c.next%crowdWindow] = res
 	c.next++
@@ -109,7 +114,7 @@ func (c *crowd) add(res claimResult) bool {
 		}
 		hi = max(hi, r.maxID)
 	}
-	return 2*taken < hi-lo+1
+	return 4*taken < 3*(hi-lo+1)
 }
 
 // full reports whether crowdWindow claims have been recorded.
