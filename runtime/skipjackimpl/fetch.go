@@ -100,9 +100,11 @@ type crowd struct {
 
 // add records a claim that took jobs and reports whether the last claims
 // show other claimers: they took less than three quarters of the ids they
-// span. Half would miss a second process: two workers that each keep two
-// claims in flight take about half of the ids each, and a worker beside
-// one that claims half as often takes two thirds of them.
+// span. Half would miss a second process, whose claims walk past this
+// worker's as surely as more processes' do: beside it, the last claims
+// take about half of the ids they span, or two thirds at some claims while
+// only one of the two keeps two claims in flight. Once crowded, a worker
+// runs one claim at a time, so their chunks alternate and it stays so.
 func (c *crowd) add(res claimResult) bool {
 	c.last[c.next%crowdWindow] = res
 	c.next++
