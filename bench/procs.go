@@ -16,14 +16,14 @@ import (
 // procRun is one burn-down of the -procs experiment: one system, N worker
 // processes, one fresh database.
 type procRun struct {
-	rate float64 // jobs/s
-	// midRate is the jobs/s between the moments the children had
-	// reported a tenth and nine tenths of the jobs handled: the rate
-	// without the processes' start-up and the burn-down's tail.
-	midRate    float64
+	rate       float64 // jobs/s
 	serverCPU  float64 // µs/job: the machine's busy time less the bench and its children
 	backendCPU float64 // µs/job: the database's client backends (/proc/<pid>/stat)
 	workerCPU  float64 // µs/job: the worker processes together
+	// midRate is the jobs/s between the moments the children had
+	// reported a tenth and nine tenths of the jobs handled: the rate
+	// without the processes' start-up and the burn-down's tail.
+	midRate float64
 	// newBackends counts the database's client backends that started
 	// during the burn-down (connections the pools opened on demand).
 	newBackends int

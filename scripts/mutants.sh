@@ -109,6 +109,7 @@ feature_mutants=(
   "dashboard-retry-offered-for-any-state :: ../dashboard/actions.go :: s/return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending \&\& rec.RunAt.After(now))/return rec.State != skipjack.StateCompleted/ :: TestJobPageOffersApplicableActions :: ../dashboard"
   "dashboard-retry-does-cancel :: ../dashboard/actions.go :: s/return q.Retry(ctx, ids...)/return q.Cancel(ctx, ids...)/ :: TestPostgresActions|TestPostgresBulkRetry :: ../dashboard"
   "crowd-never-seen :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return false/ :: TestCrowd :: ./skipjackimpl"
+  "crowd-misses-one-other :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return 2*taken < hi-lo+1/ :: TestCrowd :: ./skipjackimpl"
   "claim-not-steered :: skipjackimpl/fetch.go :: s/} else if r.steered != nil {/} else if false \&\& r.steered != nil {/ :: TestClaimPlanIgnoresStaleStatistics :: ."
   "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& r.cfg.BatchSize >= turnMinClaim/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."
   "starts-alone :: skipjackimpl/fetch.go :: s/^\tcrowded := true$/\tcrowded := false/ :: TestStartingWorkerTakesTurns :: ."
