@@ -180,18 +180,16 @@ func (b *bench) processes(ctx context.Context, systems []system) error {
 	fmt.Fprintln(b.out)
 	// The scale-out figures, from the medians above.
 	for _, v := range variants {
-		rate := func(n int) float64 {
+		// at is the median of f over the variant's runs at n processes (0
+		// without runs).
+		at := func(n int, f func(procRun) float64) float64 {
 			if row := rows[key(v.label(), n)]; row != nil && len(row.runs) > 0 {
-				return row.med(func(x procRun) float64 { return x.rate })
+				return row.med(f)
 			}
 			return 0
 		}
-		mid := func(n int) float64 {
-			if row := rows[key(v.label(), n)]; row != nil && len(row.runs) > 0 {
-				return row.med(func(x procRun) float64 { return x.midRate })
-			}
-			return 0
-		}
+		rate := func(n int) float64 { return at(n, func(x procRun) float64 { return x.rate }) }
+		mid := func(n int) float64 { return at(n, func(x procRun) float64 { return x.midRate }) }
 		var parts []string
 		if best := max(rate(2), rate(4)); best > 0 && rate(8) > 0 {
 			parts = append(parts, fmt.Sprintf("8 ÷ best of 2 and 4 = %.2f", rate(8)/best))
