@@ -20,6 +20,28 @@ staticcheck_version=v0.8.2
 step() { printf '\n=== %s\n' "$*"; }
 fail() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
 
+# One failing stage must not hide the others: each stage runs in a subshell
+# (stage NAME -- COMMAND...), a failure is recorded and the run goes on, and
+# every failed stage is listed at the end, which exits 1 if any failed.
+failed=()
+stage() {
+	local name=$1
+	shift
+	[ "$1" = "--" ] && shift
+	step "$name"
+	# Not "if ! (...)": errexit is ignored inside a tested command, and the
+	# stage's own commands must stop it at their first failure.
+	local status
+	set +e
+	(set -euo pipefail; "$@")
+	status=$?
+	set -e
+	if [ "$status" -ne 0 ]; then
+		printf '\nFAIL: stage "%s" (exit %d)\n' "$name" "$status" >&2
+		failed+=("$name")
+	fi
+}
+
 # Every module of the workspace, as ./path (. for the root).
 mapfile -t modules < <(GOWORK="$root/go.work" go list -m -f '{{.Dir}}' | sed "s|^$root\$|.|; s|^$root/|./|")
 [ "${#modules[@]}" -gt 1 ] || fail "go.work lists no modules"
@@ -55,63 +77,81 @@ gotest() {
 	return "$status"
 }
 
+build_vet() { cd "$1" && go build ./... && go vet ./... && go run "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" ./...; }
 for m in "${modules[@]}"; do
-	step "build + vet + staticcheck: $m"
-	(cd "$m" && go build ./... && go vet ./... && go run "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" ./...)
+	stage "build + vet + staticcheck: $m" -- build_vet "$m"
 done
 
 # Packages that link sqlc's parser (the CLI and the sqlc leaf) are tested
 # without -race; every other package with it.
 sqlc_cli=github.com/sqlc-dev/sqlc/pkg/cli
-for m in "${modules[@]}"; do
-	contains "$m" "${untested[@]}" && continue
-	step "test: $m"
-	race=() plain=()
+test_module() {
+	local m=$1 race=() plain=()
 	while read -r pkg links; do
 		if [ -n "$links" ] || contains "$m" "${norace[@]}"; then plain+=("$pkg"); else race+=("$pkg"); fi
 	done < <(cd "$m" && go list -f "{{.ImportPath}}{{range .Deps}}{{if eq . \"$sqlc_cli\"}} sqlc{{end}}{{end}}" ./...)
-	if [ "${#race[@]}" -gt 0 ]; then (cd "$m" && gotest -race -count=1 "${race[@]}"); fi
-	if [ "${#plain[@]}" -gt 0 ]; then (cd "$m" && gotest -count=1 "${plain[@]}"); fi
+	local status=0
+	if [ "${#race[@]}" -gt 0 ]; then (cd "$m" && gotest -race -count=1 "${race[@]}") || status=1; fi
+	if [ "${#plain[@]}" -gt 0 ]; then (cd "$m" && gotest -count=1 "${plain[@]}") || status=1; fi
+	return "$status"
+}
+for m in "${modules[@]}"; do
+	contains "$m" "${untested[@]}" && continue
+	stage "test: $m" -- test_module "$m"
 done
 
-step "squawk over every generated update migration (golden, examples, the evolution and live tests)"
-for f in plain golang-migrate goose tern; do
-	[ -d "$SKIPJACK_MIGRATIONS_OUT/evolution-$f" ] || fail "the evolution test left no $f migrations in \$SKIPJACK_MIGRATIONS_OUT"
-done
-bash scripts/squawk.sh golden examples "$SKIPJACK_MIGRATIONS_OUT"
+squawk_all() {
+	for f in plain golang-migrate goose tern; do
+		[ -d "$SKIPJACK_MIGRATIONS_OUT/evolution-$f" ] || fail "the evolution test left no $f migrations in \$SKIPJACK_MIGRATIONS_OUT"
+	done
+	bash scripts/squawk.sh golden examples "$SKIPJACK_MIGRATIONS_OUT"
+}
+stage "squawk over every generated update migration (golden, examples, the evolution and live tests)" -- squawk_all
 
-step "fuzz the YAML loader for 60s (no panic, every error positioned)"
-(cd generator/config && go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime 60s .)
+stage "fuzz the YAML loader for 60s (no panic, every error positioned)" -- \
+	bash -c 'cd generator/config && go test -run "^\$" -fuzz "^FuzzLoad\$" -fuzztime 60s .'
 
-step "skipjack check over every committed generated tree"
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"; cleanup_migrations' EXIT
-go build -o "$bin/skipjack" ./cmd/skipjack
-# Every committed skipjack.yaml except the golden inputs (whose expected
-# trees are *.golden files checked by go test ./generator).
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	mapfile -t configs < <(git ls-files -- 'skipjack.yaml' '*/skipjack.yaml' | grep -v '^golden/')
-else
-	mapfile -t configs < <(find . -name skipjack.yaml -not -path './golden/*' | sed 's|^\./||' | sort)
+stage "build the skipjack CLI" -- go build -o "$bin/skipjack" ./cmd/skipjack
+
+check_all() {
+	# Every committed skipjack.yaml except the golden inputs (whose expected
+	# trees are *.golden files checked by go test ./generator).
+	local configs status=0
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		mapfile -t configs < <(git ls-files -- 'skipjack.yaml' '*/skipjack.yaml' | grep -v '^golden/')
+	else
+		mapfile -t configs < <(find . -name skipjack.yaml -not -path './golden/*' | sed 's|^\./||' | sort)
+	fi
+	[ "${#configs[@]}" -gt 0 ] || fail "no skipjack.yaml found"
+	for cfg in "${configs[@]}"; do
+		[ -f "$cfg" ] || { printf 'FAIL: %s is committed but missing\n' "$cfg" >&2; status=1; continue; }
+		"$bin/skipjack" check -f "$cfg" || status=1
+	done
+	return "$status"
+}
+stage "skipjack check over every committed generated tree" -- check_all
+
+stage "the README's main command: bash scripts/example.sh (with go.work, as on a fresh clone)" -- \
+	env -u GOWORK bash scripts/example.sh
+
+example_unchanged() {
+	"$bin/skipjack" check -f examples/shop/skipjack.yaml
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git diff --exit-code --stat -- examples/shop || fail "go generate in examples/shop changed committed files"
+		local untracked
+		untracked=$(git ls-files --others --exclude-standard -- examples/shop)
+		[ -z "$untracked" ] || fail "go generate in examples/shop wrote untracked files: $untracked"
+	fi
+}
+stage "the example's go generate left its committed output as it was" -- example_unchanged
+
+stage "benchmark smoke run" -- bash -c 'cd bench && go run . -smoke'
+
+if [ "${#failed[@]}" -gt 0 ]; then
+	printf '\n=== %d stage(s) failed:\n' "${#failed[@]}" >&2
+	printf '  - %s\n' "${failed[@]}" >&2
+	exit 1
 fi
-[ "${#configs[@]}" -gt 0 ] || fail "no skipjack.yaml found"
-for cfg in "${configs[@]}"; do
-	[ -f "$cfg" ] || fail "$cfg is committed but missing"
-	"$bin/skipjack" check -f "$cfg"
-done
-
-step "the README's main command: bash scripts/example.sh (with go.work, as on a fresh clone)"
-env -u GOWORK bash scripts/example.sh
-
-step "the example's go generate left its committed output as it was"
-"$bin/skipjack" check -f examples/shop/skipjack.yaml
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	git diff --exit-code --stat -- examples/shop || fail "go generate in examples/shop changed committed files"
-	untracked=$(git ls-files --others --exclude-standard -- examples/shop)
-	[ -z "$untracked" ] || fail "go generate in examples/shop wrote untracked files: $untracked"
-fi
-
-step "benchmark smoke run"
-(cd bench && go run . -smoke)
-
 step "all checks passed"
