@@ -70,15 +70,43 @@ func TestFrozenReaderReleasesItsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "bigclaim", pool)
-	freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim '`)
+	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim '`)
 	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error { return nil },
 		skipjack.WorkerConfig{Concurrency: 50, Logger: quietLogger(t)}))
+	// The server ends the frozen claim's session once its rows stay unread
+	// for the claim's stall limit (2s here): the guarantee under test. The
+	// bound is generous, for a loaded machine; without the limit the
+	// session lives as long as the process stays stopped.
+	waitFor(t, 30*time.Second, "the server to end the session of the frozen claim", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, frozen) == 0
+	})
 	// Jobs the stopped process had claimed and committed are running and
 	// come back when their leases lapse; the rows of its unfinished claim
-	// look pending to everyone else until its transaction ends.
-	waitFor(t, 15*time.Second, "the frozen claim's jobs to be claimed by another worker", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE "state" = 'pending'`) == 0
+	// were pending to everyone else once its transaction ended. How fast
+	// the other worker claims them depends on the machine (each job is 32
+	// KB), so the wait fails only when the count stops going down.
+	waitForProgress(t, 20*time.Second, "the frozen claim's jobs to be claimed by another worker", func() int64 {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE "state" = 'pending'`)
 	})
+}
+
+// waitForProgress waits until count returns 0, failing only when it has
+// not gone down for stall: a wait bounded by progress, not by a total
+// time, so a loaded machine slows it without failing it.
+func waitForProgress(t testing.TB, stall time.Duration, what string, count func() int64) {
+	t.Helper()
+	last, since := count(), time.Now()
+	for last > 0 {
+		time.Sleep(10 * time.Millisecond)
+		n := count()
+		if n < last {
+			last, since = n, time.Now()
+			continue
+		}
+		if time.Since(since) > stall {
+			t.Fatalf("waiting for %s: stuck at %d for %v", what, n, stall)
+		}
+	}
 }
 
 // runBigClaim is the child of TestFrozenReaderReleasesItsClaim: it works
@@ -91,8 +119,9 @@ func runBigClaim(ctx context.Context, pool *pgxpool.Pool) error {
 // freezeInClaim stops the child with SIGSTOP at a moment when the backend
 // of one of its claims matches where (a condition on pg_stat_activity a),
 // and leaves it stopped (it is let go at cleanup). It tries again, at
-// random moments, until it catches the child there.
-func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) {
+// random moments, until it catches the child there, and returns the pids
+// of the backends it caught.
+func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) []int32 {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)
@@ -101,14 +130,14 @@ func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) {
 			t.Fatalf("stop the child: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond) // the statement it sent ends, or blocks
-		var caught int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity a
+		var caught []int32
+		if err := pool.QueryRow(ctx, `SELECT coalesce(array_agg(a.pid), '{}') FROM pg_stat_activity a
 			WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND `+where).Scan(&caught); err != nil {
 			t.Fatal(err)
 		}
-		if caught > 0 {
+		if len(caught) > 0 {
 			t.Cleanup(func() { _ = c.cmd.Process.Signal(syscall.SIGCONT) })
-			return
+			return caught
 		}
 		if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatalf("continue the child: %v", err)
@@ -128,4 +157,5 @@ func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) {
 		rows.Close()
 	}
 	t.Fatal("never caught the child inside a claim")
+	return nil
 }
