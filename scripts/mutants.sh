@@ -4,7 +4,9 @@
 # temporary copy of runtime/; the tests that guard the guarantee then run
 # against it (-race, GOWORK=off). A mutant is KILLED when they fail and
 # SURVIVED when they pass; a patch that no longer matches is reported as
-# STALE (update it here when the code moves).
+# STALE (update it here when the code moves). A kill counts only when a
+# test that failed passes on the unmutated tree in the same run; a mutant
+# whose failing tests fail there too is UNPROVEN (fix the test first).
 #
 # Usage: scripts/mutants.sh [name-regex]     e.g. scripts/mutants.sh shutdown
 #        FULL=1 scripts/mutants.sh           run the whole runtime suite per mutant
@@ -135,7 +137,29 @@ mutants+=("${feature_mutants[@]}")
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-killed=0 survived=0 stale=0
+killed=0 survived=0 stale=0 unproven=0
+
+# A kill counts only when the tests that failed pass on the unmutated tree
+# in the same run: a test that fails on its own (under load, say) proves
+# nothing about the mutant. The unmutated copy and each test's verdict on
+# it (pass/fail, keyed by directory and test) are kept for the whole run.
+mkdir "$work/base"
+(cd "$root" && tar -c --exclude=./.git .) | (cd "$work/base" && tar -x)
+declare -A baseline
+# passes_unmutated DIR RACE PKG REGEX reports whether the tests that REGEX
+# selects (-run) pass in PKG of the unmutated copy's DIR (relative to
+# runtime/).
+passes_unmutated() {
+  local key="$1 $3 $4"
+  if [[ -z ${baseline[$key]:-} ]]; then
+    if (cd "$work/base/runtime/$1" && GOWORK=off go test $2 -count=1 -timeout 300s -run "$4" "$3" >"$work/base.out" 2>&1); then
+      baseline[$key]=pass
+    else
+      baseline[$key]=fail
+    fi
+  fi
+  [[ ${baseline[$key]} == pass ]]
+}
 for m in "${mutants[@]}"; do
   name=${m%% :: *}; rest=${m#* :: }
   file=${rest%% :: *}; rest=${rest#* :: }
@@ -147,9 +171,9 @@ for m in "${mutants[@]}"; do
   rm -rf "$work/repo"
   mkdir "$work/repo"
   (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
-  dir=$work/repo/runtime race=-race
+  dir=$work/repo/runtime race=-race reldir=.
   if [[ $pkg == ../* ]]; then
-    dir=$work/repo/runtime/$pkg pkg=.
+    dir=$work/repo/runtime/$pkg reldir=$pkg pkg=.
     # The CLI links sqlc, whose parser a race build recompiles (test.sh
     # tests it without -race too).
     [[ $dir == */cmd/* ]] && race=
@@ -170,10 +194,24 @@ for m in "${mutants[@]}"; do
     printf '%-40s STALE (does not compile: %s)\n' "$name" "$(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "$work/out" || true)"
     stale=$((stale + 1))
   else
-    by=$(grep -oE -- '--- FAIL: [A-Za-z0-9_/]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ' || true)
-    printf '%-40s killed by %s\n' "$name" "${by:-a crash of the test binary ($tests)}"
-    killed=$((killed + 1))
+    by=$(grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ' || true)
+    # The failed tests that also pass on the unmutated tree; with none
+    # named (a crash of the test binary), the mutant's own test list.
+    proof=()
+    for test in ${by:-}; do
+      passes_unmutated "$reldir" "$race" "$pkg" "^$test\$" && proof+=("$test")
+    done
+    if [[ -z ${by:-} ]] && passes_unmutated "$reldir" "$race" "$pkg" "$tests"; then
+      proof+=("a crash of the test binary ($tests)")
+    fi
+    if [[ ${#proof[@]} -gt 0 ]]; then
+      printf '%-40s killed by %s\n' "$name" "${proof[*]}"
+      killed=$((killed + 1))
+    else
+      printf '%-40s UNPROVEN (failed only in tests that fail on the unmutated tree too: %s)\n' "$name" "${by:-$tests}"
+      unproven=$((unproven + 1))
+    fi
   fi
 done
-echo "killed $killed, survived $survived, stale $stale"
-[[ $survived -eq 0 && $stale -eq 0 ]]
+echo "killed $killed, survived $survived, stale $stale, unproven $unproven"
+[[ $survived -eq 0 && $stale -eq 0 && $unproven -eq 0 ]]
