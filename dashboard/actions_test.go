@@ -15,13 +15,19 @@ import (
 // confirmToken GETs an action's confirmation page and returns its token.
 func confirmToken(t *testing.T, h http.Handler, target string) string {
 	t.Helper()
-	res, body := do(t, h, httptest.NewRequest("GET", target, nil))
+	return confirmTokenOf(t, h, httptest.NewRequest("GET", target, nil))
+}
+
+// confirmTokenOf is confirmToken for a GET request of the caller's making.
+func confirmTokenOf(t *testing.T, h http.Handler, r *http.Request) string {
+	t.Helper()
+	res, body := do(t, h, r)
 	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: status %d", target, res.StatusCode)
+		t.Fatalf("GET %s (Host %s): status %d", r.URL, r.Host, res.StatusCode)
 	}
 	m := regexp.MustCompile(`name="token" value="([^"]+)"`).FindStringSubmatch(body)
 	if m == nil {
-		t.Fatalf("GET %s: no token in\n%s", target, body)
+		t.Fatalf("GET %s: no token in\n%s", r.URL, body)
 	}
 	return m[1]
 }

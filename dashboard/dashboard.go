@@ -57,6 +57,19 @@ type Config struct {
 	// cross-origin POSTs are accepted, for a dashboard behind a proxy that
 	// rewrites the Host header. Default none.
 	TrustedOrigins []string
+	// AllowedHosts are the names, besides IP addresses and localhost, that
+	// the dashboard answers requests for: each a host name
+	// ("jobs.example.com", any port) or a name and port
+	// ("jobs.example.com:8443"), compared without case or a trailing dot.
+	// A request for any other Host gets 421 Misdirected Request and a Warn
+	// log. This stops DNS rebinding: a page on the attacker's name, which
+	// the attacker's DNS then points at this server, is same-origin with
+	// the dashboard for the browser, so only its Host gives it away. A
+	// dashboard reached by a name (behind a reverse proxy that passes the
+	// browser's Host on, or at the machine's DNS name) must list that name
+	// here. "*" answers every Host, for a service that checks the Host
+	// itself. Default none.
+	AllowedHosts []string
 	// Logger receives errors of database calls, performed actions (Info)
 	// and refused ones (Warn). Default: slog.Default().
 	Logger *slog.Logger
@@ -71,6 +84,7 @@ type Handler struct {
 	log     *slog.Logger
 	tokens  tokenSigner
 	origins *http.CrossOriginProtection
+	hosts   hostPolicy
 	views   *views
 	now     func() time.Time
 	figures sharedFigures
@@ -132,6 +146,11 @@ func New(cfg Config) (*Handler, error) {
 			return nil, fmt.Errorf("dashboard: trusted origin: %w", err)
 		}
 	}
+	hosts, err := newHostPolicy(cfg.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	h.hosts = hosts
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -157,7 +176,14 @@ func New(cfg Config) (*Handler, error) {
 //	/queues/{queue}/failures        failed jobs grouped by error
 //	/queues/{queue}/failures/retry?error=  GET: confirmation; POST: retry the group
 //	/assets/{file}                  the embedded style sheet and script
+//
+// A request whose Host the dashboard does not answer (see
+// [Config.AllowedHosts]) gets 421 Misdirected Request, whatever its path.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hosts.allows(r.Host) {
+		h.misdirected(w, r)
+		return
+	}
 	rest := strings.TrimPrefix(r.URL.Path, "/")
 	var seg []string
 	if rest != "" {

@@ -19,6 +19,10 @@ import (
 // testNow is the fixed clock of the fake-queue tests.
 var testNow = time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 
+// testHosts are the AllowedHosts of the tests' handlers: the Host of
+// httptest.NewRequest's requests.
+var testHosts = []string{"example.com"}
+
 // newTestHandler returns a dashboard over fake queues "alpha" (60 jobs)
 // and "beta" (4 jobs) on the fixed clock.
 func newTestHandler(t *testing.T, cfg Config) (*Handler, *fakeQueue) {
@@ -29,6 +33,9 @@ func newTestHandler(t *testing.T, cfg Config) (*Handler, *fakeQueue) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
+	}
+	if cfg.AllowedHosts == nil {
+		cfg.AllowedHosts = testHosts
 	}
 	h, err := New(cfg)
 	if err != nil {
@@ -67,6 +74,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"page size", Config{Queues: []skipjack.QueueAdmin{q}, PageSize: 501}, "page size 501"},
 		{"short secret", Config{Queues: []skipjack.QueueAdmin{q}, Secret: []byte("short")}, "at least 32"},
 		{"bad origin", Config{Queues: []skipjack.QueueAdmin{q}, TrustedOrigins: []string{"not a url"}}, "trusted origin"},
+		{"allowed host URL", Config{Queues: []skipjack.QueueAdmin{q}, AllowedHosts: []string{"https://jobs.example.com"}}, `allowed host "https://jobs.example.com": want a host name`},
+		{"allowed host empty", Config{Queues: []skipjack.QueueAdmin{q}, AllowedHosts: []string{""}}, `allowed host "": no host name`},
+		{"allowed host port", Config{Queues: []skipjack.QueueAdmin{q}, AllowedHosts: []string{"jobs.example.com:https"}}, `allowed host "jobs.example.com:https": port "https" is not a number`},
+		{"allowed host wildcard", Config{Queues: []skipjack.QueueAdmin{q}, AllowedHosts: []string{"*.example.com"}}, `allowed host "*.example.com"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

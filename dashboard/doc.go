@@ -60,6 +60,21 @@
 // Content-Security-Policy that allows only the dashboard's own script and
 // style sheet.
 //
+// Those checks cannot see a DNS rebinding attack: a page on a name the
+// attacker controls, whose DNS answer then changes to 127.0.0.1, is
+// same-origin with a dashboard on the victim's machine, so it could read
+// payloads and post actions with a valid token. The dashboard therefore
+// answers only requests whose Host is an IP address, localhost, or one of
+// [Config.AllowedHosts]; any other gets 421 Misdirected Request on every
+// path, saying which option to set. A dashboard reached by a name (a
+// reverse proxy that passes the browser's Host on, the machine's DNS
+// name) must list it:
+//
+//	dashboard.Config{Queues: queues, AllowedHosts: []string{"jobs.example.com"}}
+//
+// (skipjack ui: --allowed-host jobs.example.com). A service that checks
+// the Host itself can set AllowedHosts to "*".
+//
 // # A read-only database role
 //
 // Without actions the dashboard only reads. Give it a role that can do

@@ -38,6 +38,8 @@ func ExampleNew() {
 		Queues:  []skipjack.QueueAdmin{sendemail.Admin(pool), resizeimage.Admin(pool)},
 		Actions: true,
 		Title:   "shop jobs",
+		// The name the reverse proxy in front passes on as the Host.
+		AllowedHosts: []string{"ops.example.com"},
 	})
 	if err != nil {
 		log.Fatal(err)

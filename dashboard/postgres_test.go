@@ -167,7 +167,7 @@ func overviewCell(body, queue, col string) string {
 func TestPostgresOverview(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
-	h, err := New(Config{Queues: admins(s.pool)})
+	h, err := New(Config{Queues: admins(s.pool), AllowedHosts: testHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestPostgresOverview(t *testing.T) {
 func TestPostgresPages(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
-	h, err := New(Config{Queues: admins(s.pool), Actions: true})
+	h, err := New(Config{Queues: admins(s.pool), Actions: true, AllowedHosts: testHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func confirmAndPost(t *testing.T, h http.Handler, target string) *http.Response 
 func TestPostgresActions(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
-	h, err := New(Config{Queues: admins(s.pool), Actions: true})
+	h, err := New(Config{Queues: admins(s.pool), Actions: true, AllowedHosts: testHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestPostgresKeysetPagination(t *testing.T) {
 				t.Fatalf("EnqueueMany: %d, %v", n, err)
 			}
 			counted := &countingAdmin{QueueAdmin: sendemail.Admin(pool)}
-			h, err := New(Config{Queues: []skipjack.QueueAdmin{counted}, PageSize: tt.pageSize})
+			h, err := New(Config{Queues: []skipjack.QueueAdmin{counted}, PageSize: tt.pageSize, AllowedHosts: testHosts})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,7 +441,7 @@ func TestPostgresDashboardRoles(t *testing.T) {
 		return p
 	}
 
-	h, err := New(Config{Queues: admins(connectAsRole()), Actions: true, Logger: quiet})
+	h, err := New(Config{Queues: admins(connectAsRole()), Actions: true, Logger: quiet, AllowedHosts: testHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestPostgresDashboardRoles(t *testing.T) {
 		`ALTER ROLE `+role+` SET default_transaction_read_only = off`,
 		`GRANT UPDATE ON ALL TABLES IN SCHEMA skipjack TO `+role,
 	)
-	h, err = New(Config{Queues: admins(connectAsRole()), Actions: true, Logger: quiet})
+	h, err = New(Config{Queues: admins(connectAsRole()), Actions: true, Logger: quiet, AllowedHosts: testHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +496,7 @@ func TestPostgresDashboardRoles(t *testing.T) {
 func TestPostgresBulkRetry(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
-	h, err := New(Config{Queues: admins(s.pool), Actions: true})
+	h, err := New(Config{Queues: admins(s.pool), Actions: true, AllowedHosts: testHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
