@@ -34,6 +34,9 @@ type options struct {
 	asJSON  bool
 	listen  string // ui
 	actions bool   // ui
+	// allowedHosts: ui answers these Hosts besides IP addresses and
+	// localhost (--allowed-host).
+	allowedHosts hostList
 	// allowBreaking: generate and check accept payload changes that
 	// break queued jobs, printing them.
 	allowBreaking bool
@@ -96,7 +99,7 @@ var commands = append([]command{
 		},
 	},
 	{
-		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--actions]",
+		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--allowed-host HOST]... [--actions]",
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
 	},

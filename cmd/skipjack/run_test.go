@@ -35,6 +35,9 @@ func TestParseArgs(t *testing.T) {
 		{command: "generate", args: []string{"--allow-breaking", "-f", "a.yaml"},
 			want: options{file: "a.yaml", allowBreaking: true}},
 		{command: "check", args: []string{"extra"}, wantErr: `unexpected arguments ["extra"]`},
+		{command: "ui", args: []string{"--allowed-host", "a.example, b.example:8443,", "--allowed-host=c.example"},
+			want: options{file: "skipjack.yaml", listen: "127.0.0.1:8080", allowedHosts: hostList{"a.example", "b.example:8443", "c.example"}}},
+		{command: "ui", args: []string{"--allowed-host", "https://a.example"}, wantErr: `want a host name with an optional port (jobs.example.com:8443), not the URL "https://a.example"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.command+" "+strings.Join(tt.args, " "), func(t *testing.T) {
@@ -55,7 +58,8 @@ func TestParseArgs(t *testing.T) {
 				t.Fatalf("unexpected error: %v (%s)", err, stderr.String())
 			}
 			if o.file != tt.want.file || o.queue != tt.want.queue || !slices.Equal(o.ids, tt.want.ids) || o.state != tt.want.state ||
-				o.after != tt.want.after || o.limit != tt.want.limit || o.asJSON != tt.want.asJSON || o.allowBreaking != tt.want.allowBreaking {
+				o.after != tt.want.after || o.limit != tt.want.limit || o.asJSON != tt.want.asJSON || o.allowBreaking != tt.want.allowBreaking ||
+				o.listen != tt.want.listen || !slices.Equal(o.allowedHosts, tt.want.allowedHosts) {
 				t.Errorf("parsed %+v, want %+v", o, tt.want)
 			}
 		})
