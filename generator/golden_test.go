@@ -70,6 +70,8 @@ var goldenCases = []struct {
 	// postgres: also run an end-to-end test of the output against
 	// PostgreSQL (see e2eTest).
 	postgres bool
+	// tests: run the case's own tests (*_test.go.txt inputs).
+	tests bool
 }{
 	{name: "minimal", postgres: true},
 	{name: "every_type"},
@@ -80,6 +82,9 @@ var goldenCases = []struct {
 	{name: "unique"},
 	{name: "schedule"},
 	{name: "flow"},
+	// defaults: payload field defaults, filled in by a generated
+	// UnmarshalJSON, also for jobs inserted by SQL.
+	{name: "defaults", tests: true},
 	// tern: an evolution in the tern format; migrations/ holds the first
 	// migration as generate wrote it, which Migrate must embed unchanged.
 	{name: "tern", postgres: true},
@@ -106,7 +111,7 @@ func TestGolden(t *testing.T) {
 			}
 			goCmd(t, dir, "mod", "tidy")
 			goCmd(t, dir, "vet", "./...")
-			if tc.postgres {
+			if tc.postgres || tc.tests {
 				goCmd(t, dir, "test", "-count=1", "./...")
 			}
 		})

@@ -1,9 +1,11 @@
 package generator
 
 import (
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/templates"
@@ -87,6 +89,9 @@ type typeWriter struct {
 	// nil (queue packages re-export them by alias; the shared package
 	// declares them).
 	sharedUsed map[string]bool
+	// shared are the structs of types:, by name, whose field defaults
+	// also fill a struct-typed field a JSON object lacks.
+	shared map[string]config.Struct
 }
 
 // goType returns t as a Go type expression, importing what it needs.
@@ -116,11 +121,57 @@ func (w *typeWriter) goType(t *config.TypeExpr) string {
 	}
 }
 
-// fields renders the fields of a struct.
-func (w *typeWriter) fields(fs []config.Field) []templates.Field {
-	out := make([]templates.Field, len(fs))
+// structOf renders a struct with its doc comment: its fields, and the name
+// of encoding/json when a field has a default, which the struct's
+// UnmarshalJSON fills in.
+func (w *typeWriter) structOf(name, doc string, fs []config.Field) templates.Struct {
+	s := templates.Struct{Name: name, Doc: doc, Fields: make([]templates.Field, len(fs))}
 	for i, f := range fs {
-		out[i] = templates.Field{Name: f.GoName, Type: w.goType(f.Type), Key: f.Key, Deprecated: f.Deprecated}
+		s.Fields[i] = templates.Field{Name: f.GoName, Type: w.goType(f.Type), Key: f.Key, Deprecated: f.Deprecated, Default: w.fieldDefault(f)}
+		if s.Fields[i].Default != "" {
+			s.JSON = w.im.use("encoding/json", "json")
+		}
 	}
-	return out
+	return s
+}
+
+// fieldDefault returns the Go expression a JSON object without f decodes
+// f with, or "" for the zero value: f's own default, or for a field of a
+// shared struct, that struct with the defaults of its fields
+// (Address{Country: "DE"}), as an object without them decodes.
+func (w *typeWriter) fieldDefault(f config.Field) string {
+	switch {
+	case f.Type == nil:
+		return ""
+	case f.Default != "":
+		return w.defaultExpr(f.Type, f.Default)
+	case f.Type.Kind != config.KindShared:
+		return ""
+	}
+	var parts []string
+	for _, sf := range w.shared[f.Type.Name].Fields {
+		if d := w.fieldDefault(sf); d != "" {
+			parts = append(parts, sf.GoName+": "+d)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return w.goType(f.Type) + "{" + strings.Join(parts, ", ") + "}"
+}
+
+// defaultExpr returns a field default, which config has checked and
+// encoded as encoding/json encodes a value of t, as a Go expression.
+func (w *typeWriter) defaultExpr(t *config.TypeExpr, encoded string) string {
+	switch t.Name {
+	case "string":
+		var s string
+		_ = json.Unmarshal([]byte(encoded), &s) // a JSON string, from config
+		return strconv.Quote(s)
+	case "time.Duration":
+		ns, _ := strconv.ParseInt(encoded, 10, 64) // integer nanoseconds, from config
+		return strings.ReplaceAll(durationExpr(time.Duration(ns)), "time.", w.im.use("time", "time")+".")
+	}
+	// true, false and numbers read the same in Go as in JSON.
+	return encoded
 }

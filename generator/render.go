@@ -61,12 +61,8 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 			strconv.Quote(s.Timezone)+", "+cron+".ParseStandard, "+payload+", "+missed+")")
 	}
 
-	w := &typeWriter{im: im, external: g.external, sharedUsed: map[string]bool{}}
-	payload := templates.Struct{
-		Name:   "Payload",
-		Doc:    "Payload is the payload of one " + q.Name + " job.",
-		Fields: w.fields(q.Payload),
-	}
+	w := &typeWriter{im: im, external: g.external, sharedUsed: map[string]bool{}, shared: g.sharedByName()}
+	payload := w.structOf("Payload", "Payload is the payload of one "+q.Name+" job.", q.Payload)
 	var aliases []templates.Alias
 	used := g.sharedClosure(w.sharedUsed)
 	if len(used) > 0 {
@@ -153,13 +149,19 @@ func settingLines(groups ...[]setting) []string {
 	return lines
 }
 
-// sharedClosure returns the shared structs named in direct, plus every
-// shared struct those use, transitively.
-func (g *gen) sharedClosure(direct map[string]bool) map[string]bool {
-	byName := map[string]config.Struct{}
+// sharedByName returns the structs of types: by name.
+func (g *gen) sharedByName() map[string]config.Struct {
+	byName := make(map[string]config.Struct, len(g.cfg.Types))
 	for _, s := range g.cfg.Types {
 		byName[s.Name] = s
 	}
+	return byName
+}
+
+// sharedClosure returns the shared structs named in direct, plus every
+// shared struct those use, transitively.
+func (g *gen) sharedClosure(direct map[string]bool) map[string]bool {
+	byName := g.sharedByName()
 	seen := map[string]bool{}
 	var visit func(name string)
 	visit = func(name string) {
@@ -187,14 +189,10 @@ func (g *gen) typesFile() templates.TypesFile {
 	for _, s := range g.cfg.Types {
 		ids = append(ids, s.Name)
 	}
-	w := &typeWriter{im: newImports(ids...), external: g.external}
+	w := &typeWriter{im: newImports(ids...), external: g.external, shared: g.sharedByName()}
 	structs := make([]templates.Struct, len(g.cfg.Types))
 	for i, s := range g.cfg.Types {
-		structs[i] = templates.Struct{
-			Name:   s.Name,
-			Doc:    s.Name + " is a payload type shared by the queues of " + g.cfg.Name + ", declared under types: in skipjack.yaml.",
-			Fields: w.fields(s.Fields),
-		}
+		structs[i] = w.structOf(s.Name, s.Name+" is a payload type shared by the queues of "+g.cfg.Name+", declared under types: in skipjack.yaml.", s.Fields)
 	}
 	std, other := w.im.split()
 	return templates.TypesFile{Package: g.sharedPkg, StdImports: std, OtherImports: other, Structs: structs}

@@ -18,6 +18,9 @@ type Field struct {
 	Key string
 	// Deprecated marks a field declared with deprecated: true.
 	Deprecated bool
+	// Default is the Go expression of the field's default ("" for none),
+	// which a JSON object without Key decodes with.
+	Default string
 }
 
 // Struct is a generated struct.
@@ -28,6 +31,10 @@ type Struct struct {
 	Doc string
 	// Fields are the struct's fields in YAML order.
 	Fields []Field
+	// JSON is the file's name of package encoding/json when a field has a
+	// default, for the UnmarshalJSON method that fills it in; "" when no
+	// field has one (and the struct has no such method).
+	JSON string
 }
 
 // Alias re-exports a shared type in a queue package.

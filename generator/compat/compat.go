@@ -17,7 +17,8 @@
 //     queued jobs hold duplicates of the new key.
 //
 // Adding a pointer, slice, map, []byte or json.RawMessage field is safe: a
-// job without it decodes it as nil, which the field can already hold.
+// job without it decodes it as nil, which the field can already hold. So is
+// adding a field with a default, which a job without it decodes with.
 //
 // The generator calls Breaking before it renders anything and writes the
 // file Lock returns with the generated code.
@@ -56,6 +57,9 @@ type shapeField struct {
 	key        string
 	typ        *config.TypeExpr
 	deprecated bool
+	// defaulted marks a field of the YAML with a default, which a job
+	// without it decodes with (the lock does not record defaults).
+	defaulted bool
 	// pos is where the field is written in the YAML (zero for the lock).
 	pos config.Pos
 }
@@ -117,7 +121,7 @@ func lockShape(fields []lockField, names []string) []shapeField {
 func configShape(fields []config.Field) []shapeField {
 	out := make([]shapeField, len(fields))
 	for i, f := range fields {
-		out[i] = shapeField{key: f.Key, typ: f.Type, deprecated: f.Deprecated, pos: f.Pos}
+		out[i] = shapeField{key: f.Key, typ: f.Type, deprecated: f.Deprecated, defaulted: f.Default != "", pos: f.Pos}
 	}
 	return out
 }
@@ -212,12 +216,21 @@ func (c *comparison) compareFields(owner string, at config.Pos, old, cur []shape
 		add(at, "field %q of %s was removed, but jobs already queued carry it; keep it, marked deprecated: true, until the queue has drained", of.key, owner)
 	}
 	for _, nf := range cur {
-		if _, existed := oldByKey[nf.key]; existed || renamedTo[nf.key] || nf.typ.Nilable() {
+		if _, existed := oldByKey[nf.key]; existed || renamedTo[nf.key] || nf.typ.Nilable() || nf.defaulted {
 			continue
 		}
-		add(nf.pos, "field %q of %s is new and required: jobs already queued lack it and would decode it as its zero value; make it optional (\"*%s\")", nf.key, owner, nf.typ)
+		add(nf.pos, "field %q of %s is new and required: jobs already queued lack it and would decode it as its zero value; make it optional (\"*%s\")%s", nf.key, owner, nf.typ, orDefault(nf.typ))
 	}
 	return out
+}
+
+// orDefault suggests a default for a new field of type t, when t can have
+// one.
+func orDefault(t *config.TypeExpr) string {
+	if !t.Defaultable() {
+		return ""
+	}
+	return fmt.Sprintf(" or give it a default ({type: %s, default: ...})", t)
 }
 
 // diffType says why a value encoded as old may not decode as cur, or

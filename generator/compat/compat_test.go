@@ -188,7 +188,12 @@ func TestBreakingChanges(t *testing.T) {
 			name:   "required field added",
 			before: "queues:\n  a:\n    payload: {to: string}\n",
 			after:  "queues:\n  a:\n    payload: {to: string, n: int64}\n",
-			want:   []string{`5:30: field "n" of queue "a" is new and required: jobs already queued lack it and would decode it as its zero value; make it optional ("*int64")`},
+			want:   []string{`5:30: field "n" of queue "a" is new and required: jobs already queued lack it and would decode it as its zero value; make it optional ("*int64") or give it a default ({type: int64, default: ...})`},
+		},
+		{
+			name:   "fields added with a default",
+			before: "types:\n  Address: {street: string}\nqueues:\n  a:\n    payload: {to: string, ship_to: Address}\n",
+			after:  "types:\n  Address: {street: string, country: {type: string, default: DE}}\nqueues:\n  a:\n    payload: {to: string, ship_to: Address, reply_to: {type: string, default: x}, n: {type: int64, default: 3}}\n",
 		},
 		{
 			name: "shared struct fields, reported once where declared",
@@ -207,7 +212,7 @@ func TestBreakingChanges(t *testing.T) {
 			after:  "queues:\n  a:\n    payload: {n: int, to: string}\n",
 			want: []string{
 				`4:3: field "cc" of queue "a" was removed, but jobs already queued carry it; keep it, marked deprecated: true, until the queue has drained`,
-				`5:18: field "n" of queue "a" is new and required: jobs already queued lack it and would decode it as its zero value; make it optional ("*int")`,
+				`5:18: field "n" of queue "a" is new and required: jobs already queued lack it and would decode it as its zero value; make it optional ("*int") or give it a default ({type: int, default: ...})`,
 			},
 		},
 		{

@@ -70,6 +70,11 @@ type Field struct {
 	// should stop setting; it may be removed once the queue has drained
 	// (long form: key: {type: string, deprecated: true}).
 	Deprecated bool
+	// Default is the value a job without the field decodes with, as
+	// encoding/json encodes it (`"noreply@example.com"`, `3`), or "" for
+	// none (long form: key: {type: string, default: "noreply@example.com"}).
+	// Only bool, string, numeric and time.Duration fields have defaults.
+	Default string
 	// Pos is where the field's type is written.
 	Pos Pos
 }

@@ -163,6 +163,34 @@ func TestParseAccepts(t *testing.T) {
 		check func(t *testing.T, cfg *Config)
 	}{
 		{
+			name: "field defaults, encoded as encoding/json encodes them",
+			yaml: `version: 1
+out: jobs
+queues:
+  send_email:
+    payload:
+      reply_to: {type: string, default: "noreply@example.com"}
+      day: {type: string, default: 2024-01-02}
+      tries: {type: int16, default: 0x10}
+      copies: {type: uint, default: 3}
+      urgent: {type: bool, default: true}
+      ratio: {type: float32, default: 0.1}
+      whole: {type: float64, default: 2}
+      wait: {type: time.Duration, default: 1m30s}
+      none: string
+`,
+			check: func(t *testing.T, cfg *Config) {
+				var got []string
+				for _, f := range cfg.Queues[0].Payload {
+					got = append(got, f.Key+"="+f.Default)
+				}
+				want := []string{`reply_to="noreply@example.com"`, `day="2024-01-02"`, "tries=16", "copies=3", "urgent=true", "ratio=0.1", "whole=2", "wait=90000000000", "none="}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("defaults:\n got %q\nwant %q", got, want)
+				}
+			},
+		},
+		{
 			name: "name defaults to schema",
 			yaml: "version: 1\nout: jobs\nschema: work_q\nqueues: {a: {}}\n",
 			check: func(t *testing.T, cfg *Config) {
@@ -489,6 +517,49 @@ skipjack.yaml:9:7: field "user__id" and field "user_id" (line 8) both become Go 
 skipjack.yaml:10:14: timeout: invalid duration "soon" (use Go syntax such as 500ms, 90s, 5m or 1h30m)
 skipjack.yaml:11:3: queue "sendemail" and queue "send_email" (line 5) both become package sendemail
 skipjack.yaml:12:5: unknown key "priorty" in queue "sendemail" (did you mean "priority"?)`,
+		},
+		{
+			name: "field defaults",
+			yaml: head + `types:
+  Address:
+    zip: {type: string, default: 10115}
+queues:
+  send_email:
+    payload:
+      reply_to: {type: string, default: [a]}
+      tries: {type: int8, default: 300}
+      copies: {type: uint, default: -1}
+      urgent: {type: bool, default: "yes"}
+      wait: {type: time.Duration, default: soon}
+      ratio: {type: float64, default: .nan}
+      empty: {type: string, default: ~}
+      note: {type: "*string", default: x}
+      tags: {type: "[]string", default: [a]}
+      meta: {type: "map[string]string", default: {}}
+      data: {type: "[]byte", default: eA==}
+      doc: {type: json.RawMessage, default: "{}"}
+      at: {type: time.Time, default: 2024-01-02T00:00:00Z}
+      ship_to: {type: Address, default: {zip: "1"}}
+      ip: {type: net/netip.Addr, default: 127.0.0.1}
+      bad: {type: strnig, default: x}
+`,
+			want: `skipjack.yaml:5:34: default of field "zip" (string) must be a string (quote it: "10115"), not a number
+skipjack.yaml:9:41: default of field "reply_to" (string) must be a single value, not a list
+skipjack.yaml:10:36: default of field "tries" (int8) is out of range: 300
+skipjack.yaml:11:37: default of field "copies" (uint) must not be negative
+skipjack.yaml:12:37: default of field "urgent" (bool) must be true or false, not the string "yes"
+skipjack.yaml:13:44: default of field "wait" (time.Duration) must be a Go duration such as 90s or 1h30m (stored as nanoseconds), not the string "soon"
+skipjack.yaml:14:39: default of field "ratio" (float64) must be a finite number, not a number
+skipjack.yaml:15:38: default of field "empty" (string) cannot be null; leave it out for its zero value
+skipjack.yaml:16:40: field "note" (*string) cannot have a default: a job without it decodes as nil, which tells it apart from a job that sets it; drop the * to give it a default
+skipjack.yaml:17:41: field "tags" ([]string) cannot have a default: a job without it decodes as nil; defaults are single values (bool, string, numbers, time.Duration)
+skipjack.yaml:18:50: field "meta" (map[string]string) cannot have a default: a job without it decodes as nil; defaults are single values (bool, string, numbers, time.Duration)
+skipjack.yaml:19:39: field "data" ([]byte) cannot have a default: a job without it decodes as nil; defaults are single values (bool, string, numbers, time.Duration)
+skipjack.yaml:20:45: field "doc" (json.RawMessage) cannot have a default: a job without it decodes as nil; defaults are single values (bool, string, numbers, time.Duration)
+skipjack.yaml:21:38: field "at" (time.Time) cannot have a default: a fixed instant makes a poor default; make it "*time.Time" and decide in the handler
+skipjack.yaml:22:41: field "ship_to" (Address) cannot have a default: give the fields of Address defaults instead
+skipjack.yaml:23:43: field "ip" (net/netip.Addr) cannot have a default: skipjack cannot check the JSON form of net/netip.Addr
+skipjack.yaml:24:19: unknown type "strnig" (did you mean "string"?)`,
 		},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,10 @@ func JSONSchema() []byte {
 			"properties": obj{
 				"type":       typeExpr,
 				"deprecated": obj{"type": "boolean", "default": false, "description": "Kept for jobs already queued; producers should stop setting it."},
+				"default": obj{
+					"type":        []string{"string", "number", "boolean"},
+					"description": "The value a job without this field decodes with (jobs queued by older code or by SQL). For bool, string, numeric and time.Duration (a Go duration such as 90s) fields.",
+				},
 			},
 		},
 	}}

@@ -25,6 +25,17 @@ type payloadEncoder struct {
 	// exhausted is set once the node budget is spent, so that it is
 	// reported once.
 	exhausted bool
+	// subject names the value at path in errors; nil names it as a part
+	// of a schedule payload.
+	subject func(path string) string
+}
+
+// about names the value at path in errors: "schedule payload: to".
+func (p *payloadEncoder) about(path string) string {
+	if p.subject != nil {
+		return p.subject(path)
+	}
+	return "schedule payload: " + path
 }
 
 // object encodes mapping n as a struct with the given fields: the keys
@@ -106,7 +117,7 @@ func (p *payloadEncoder) value(n *yaml.Node, t *TypeExpr, path string, b *string
 			b.WriteString("null")
 			return true
 		}
-		p.w.errorf(n, "schedule payload: %s (%s) cannot be null; leave it out for its zero value", path, t)
+		p.w.errorf(n, "%s (%s) cannot be null; leave it out for its zero value", p.about(path), t)
 		return false
 	}
 	switch t.Kind {
@@ -141,7 +152,7 @@ func (p *payloadEncoder) value(n *yaml.Node, t *TypeExpr, path string, b *string
 				b.WriteByte(',')
 			}
 			if strings.ContainsRune(e.key, 0) {
-				p.w.errorf(e.keyNode, "schedule payload: %s: a key contains a NUL character, which jsonb cannot store", path)
+				p.w.errorf(e.keyNode, "%s: a key contains a NUL character, which jsonb cannot store", p.about(path))
 				ok = false
 			}
 			b.WriteString(jsonString(e.key))
@@ -170,7 +181,7 @@ func (p *payloadEncoder) value(n *yaml.Node, t *TypeExpr, path string, b *string
 
 // mismatch reports a value of the wrong form.
 func (p *payloadEncoder) mismatch(n *yaml.Node, path string, t *TypeExpr, want string) bool {
-	p.w.errorf(n, "schedule payload: %s (%s) must be %s, not %s", path, t, want, describe(n))
+	p.w.errorf(n, "%s (%s) must be %s, not %s", p.about(path), t, want, describe(n))
 	return false
 }
 
@@ -202,7 +213,7 @@ func (p *payloadEncoder) builtin(n *yaml.Node, t *TypeExpr, path string, b *stri
 			return p.mismatch(n, path, t, `a string (quote it: "`+s+`")`)
 		}
 		if strings.ContainsRune(s, 0) {
-			p.w.errorf(n, "schedule payload: %s contains a NUL character, which jsonb cannot store", path)
+			p.w.errorf(n, "%s contains a NUL character, which jsonb cannot store", p.about(path))
 			return false
 		}
 		b.WriteString(jsonString(s))
@@ -215,7 +226,7 @@ func (p *payloadEncoder) builtin(n *yaml.Node, t *TypeExpr, path string, b *stri
 	case "uint", "uint8", "uint16", "uint32", "uint64":
 		v, err := strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 0, intBits[name])
 		if tag == "!!int" && strings.HasPrefix(s, "-") {
-			p.w.errorf(n, "schedule payload: %s (%s) must not be negative", path, t)
+			p.w.errorf(n, "%s (%s) must not be negative", p.about(path), t)
 			return false
 		}
 		if tag != "!!int" || err != nil {
@@ -275,7 +286,7 @@ func (p *payloadEncoder) builtin(n *yaml.Node, t *TypeExpr, path string, b *stri
 // intError reports a value that is not an integer of t's size.
 func (p *payloadEncoder) intError(n *yaml.Node, path string, t *TypeExpr, tag string, err error) bool {
 	if tag == "!!int" && err != nil {
-		p.w.errorf(n, "schedule payload: %s (%s) is out of range: %s", path, t, n.Value)
+		p.w.errorf(n, "%s (%s) is out of range: %s", p.about(path), t, n.Value)
 		return false
 	}
 	return p.mismatch(n, path, t, "an integer")

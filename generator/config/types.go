@@ -205,10 +205,14 @@ func (w *walker) fields(n *yaml.Node, what string, scope *typeScope) []Field {
 		}
 		goNames[f.GoName] = p
 		typeNode := p.value
+		var defaultNode *yaml.Node
 		if p.value.Kind == yaml.MappingNode {
-			// The long form: key: {type: string, deprecated: true}.
+			// The long form: key: {type: string, deprecated: true, default: x}.
 			s, _ := w.section(p.value, fmt.Sprintf("field %q", p.key), fieldKeys)
 			w.flag(s, "deprecated", &f.Deprecated)
+			if d, ok := s["default"]; ok {
+				defaultNode = d.value
+			}
 			t, ok := s["type"]
 			if !ok {
 				w.errorf(p.value, "field %q: missing required key \"type\"", p.key)
@@ -240,13 +244,59 @@ func (w *walker) fields(n *yaml.Node, what string, scope *typeScope) []Field {
 			continue
 		}
 		f.Type = t
+		if defaultNode != nil {
+			f.Default = w.fieldDefault(p.key, t, defaultNode)
+		}
 		out = append(out, f)
 	}
 	return out
 }
 
 // fieldKeys are the keys of a field's long form.
-var fieldKeys = []string{"type", "deprecated"}
+var fieldKeys = []string{"type", "deprecated", "default"}
+
+// fieldDefault checks n, the default of field key of type t, and returns it
+// as encoding/json encodes the Go value, or "" after reporting why it
+// cannot be.
+func (w *walker) fieldDefault(key string, t *TypeExpr, n *yaml.Node) string {
+	if why := noDefault(t); why != "" {
+		w.errorf(n, "field %q (%s) cannot have a default: %s", key, t, why)
+		return ""
+	}
+	enc := &payloadEncoder{w: w, subject: func(string) string { return fmt.Sprintf("default of field %q", key) }}
+	var b strings.Builder
+	if !enc.value(n, t, key, &b) {
+		return ""
+	}
+	return b.String()
+}
+
+// Defaultable reports whether a field of type t may have a default: bool,
+// string, numbers and time.Duration may.
+func (t *TypeExpr) Defaultable() bool { return noDefault(t) == "" }
+
+// noDefault says why a field of type t cannot have a default, or returns
+// "" when it can: defaults are single values (bool, string, numbers,
+// time.Duration) that a job without the field decodes with.
+func noDefault(t *TypeExpr) string {
+	switch t.Kind {
+	case KindPointer:
+		return "a job without it decodes as nil, which tells it apart from a job that sets it; drop the * to give it a default"
+	case KindSlice, KindMap:
+		return "a job without it decodes as nil; defaults are single values (bool, string, numbers, time.Duration)"
+	case KindShared:
+		return fmt.Sprintf("give the fields of %s defaults instead", t.Name)
+	case KindExternal:
+		return fmt.Sprintf("skipjack cannot check the JSON form of %s", t)
+	}
+	switch t.Name {
+	case "[]byte", "json.RawMessage":
+		return "a job without it decodes as nil; defaults are single values (bool, string, numbers, time.Duration)"
+	case "time.Time":
+		return `a fixed instant makes a poor default; make it "*time.Time" and decide in the handler`
+	}
+	return ""
+}
 
 // ParseType parses a field type expression as skipjack.yaml spells it
 // ("*time.Time", "map[string][]Address", "github.com/google/uuid.UUID"),
