@@ -372,6 +372,26 @@ func TestPayloadIsPrettyAndEscaped(t *testing.T) {
 	}
 }
 
+// TestJobErrorWithoutWorker shows a job cancelled while pending, whose
+// error entry has no worker: the worker cell says so with a dash instead of
+// an empty code element.
+func TestJobErrorWithoutWorker(t *testing.T) {
+	t.Parallel()
+	q := newFakeQueue("alpha", 4, testNow)
+	fin := testNow.Add(-time.Second)
+	r := q.jobs[4]
+	r.State, r.FinishedAt = skipjack.StateFailed, &fin
+	r.Errors = []skipjack.AttemptError{{Attempt: 0, At: fin, Error: "cancelled"}}
+	h, _ := newTestHandler(t, Config{Queues: []skipjack.QueueAdmin{q}})
+	_, body := do(t, h, httptest.NewRequest("GET", "/queues/alpha/jobs/4", nil))
+	if strings.Contains(body, "<code></code>") {
+		t.Errorf("the error row of a job no worker ran shows an empty worker:\n%s", body)
+	}
+	if !strings.Contains(body, `title="no worker ran this attempt">–</span>`) {
+		t.Errorf("the error row of a job no worker ran lacks the dash:\n%s", body)
+	}
+}
+
 func TestFormatDuration(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

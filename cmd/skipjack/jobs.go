@@ -51,11 +51,14 @@ func stateFlag(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.state, "state", "", "only jobs in `STATE` ("+strings.Join(jobStates, ", ")+")")
 }
 
+// defaultLimit is the page size of jobs list without --limit.
+const defaultLimit = 100
+
 // listFlags adds the flags of jobs list.
 func listFlags(fs *flag.FlagSet, o *options) {
 	stateFlag(fs, o)
 	fs.Int64Var(&o.after, "after", 0, "start after job `ID` (the last id of the previous page)")
-	fs.IntVar(&o.limit, "limit", 100, "at most `N` jobs (up to 1000)")
+	fs.IntVar(&o.limit, "limit", defaultLimit, "at most `N` jobs (up to 1000)")
 }
 
 // queueArgs parses QUEUE, followed by at least one ID if withIDs.
@@ -125,7 +128,7 @@ type jobsResult struct {
 	// Missing are the requested ids that no job has.
 	Missing []int64
 	// Matched and Changed count the jobs retry and cancel selected and
-	// changed.
+	// changed; both are 0 when an id is missing, as nothing is changed.
 	Matched, Changed int64
 }
 
@@ -199,7 +202,9 @@ func jobs(ctx context.Context, q skipjack.QueueAdmin, op jobsOp, o options) (*jo
 			found = append(found, id)
 		}
 	}
-	if change != nil && len(found) > 0 {
+	// An id that names no job is most likely a typo: change none, so
+	// that the command can be run again with the ids corrected.
+	if change != nil && len(found) > 0 && len(res.Missing) == 0 {
 		n, err := change(ctx, found...)
 		res.Matched, res.Changed = int64(len(found)), n
 		if err != nil {
@@ -246,9 +251,36 @@ func jobsList(o options, e env) error {
 		return err
 	}
 	if len(records) >= o.limit {
-		fmt.Fprintf(e.stderr, "more jobs may follow: skipjack jobs list %s --after %d\n", o.queue, records[len(records)-1].ID)
+		fmt.Fprintf(e.stderr, "more jobs may follow: %s\n", nextPage(o, records[len(records)-1].ID))
 	}
 	return nil
+}
+
+// nextPage is the jobs list command that prints the page after the job
+// with id last: the same queue, state, limit and config as o, so that
+// paging on keeps the selection.
+func nextPage(o options, last int64) string {
+	args := []string{"skipjack", "jobs", "list", o.queue}
+	if o.state != "" {
+		args = append(args, "--state", o.state)
+	}
+	args = append(args, "--after", strconv.FormatInt(last, 10))
+	if o.limit != defaultLimit {
+		args = append(args, "--limit", strconv.Itoa(o.limit))
+	}
+	if o.file != defaultFile {
+		args = append(args, "-f", shellQuote(o.file))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and the punctuation of ordinary paths.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // jobsShow prints jobs in full; an unknown id is a failure.
@@ -278,7 +310,8 @@ func jobsShow(o options, e env) error {
 	return missingJobs(o.queue, res.Missing)
 }
 
-// jobsChange returns the runner of retry or cancel.
+// jobsChange returns the runner of retry or cancel. Given ids of which
+// some name no job, it changes none and fails naming them.
 func jobsChange(op jobsOp, done, eligible string) func(o options, e env) error {
 	return func(o options, e env) error {
 		res, err := runJobs(op, o)
@@ -289,7 +322,12 @@ func jobsChange(op jobsOp, done, eligible string) func(o options, e env) error {
 			if err := printChange(e, o, res); err != nil {
 				return err
 			}
-			return missingJobs(o.queue, res.Missing)
+		}
+		if err := missingJobs(o.queue, res.Missing); err != nil {
+			return fmt.Errorf("%w; nothing %s", err, done)
+		}
+		if o.asJSON {
+			return nil
 		}
 		fmt.Fprintf(e.stdout, "%s: %s %d of %s", o.queue, done, res.Changed, plural(int(res.Matched), "job"))
 		if o.state != "" {
@@ -299,7 +337,7 @@ func jobsChange(op jobsOp, done, eligible string) func(o options, e env) error {
 			fmt.Fprintf(e.stdout, " (%d not %s)", skipped, eligible)
 		}
 		fmt.Fprintln(e.stdout)
-		return missingJobs(o.queue, res.Missing)
+		return nil
 	}
 }
 
@@ -361,7 +399,12 @@ func writeRecord(b *bytes.Buffer, queue string, r *skipjack.Record[json.RawMessa
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(b, "  errors\n")
 		for _, x := range r.Errors {
-			fmt.Fprintf(b, "    attempt %d at %s on %s: %s\n", x.Attempt, x.At.Format(time.RFC3339), x.Worker, oneLine(x.Error, 200))
+			// A job cancelled while pending has an entry no worker wrote.
+			on := ""
+			if x.Worker != "" {
+				on = " on " + x.Worker
+			}
+			fmt.Fprintf(b, "    attempt %d at %s%s: %s\n", x.Attempt, x.At.Format(time.RFC3339), on, oneLine(x.Error, 200))
 		}
 	}
 	var payload bytes.Buffer

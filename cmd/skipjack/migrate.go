@@ -46,15 +46,18 @@ func migrate(o options, e env) error {
 		p.Migrations = append(p.Migrations, skipjackimpl.Migration(m))
 	}
 	applied, err := skipjackimpl.Apply(ctx, pool, p)
-	if err == nil {
-		fmt.Fprintf(e.stdout, "skipjack migrate: %s is up to date (schema %s), %s applied in %v\n",
-			cfg.Name, cfg.Schema, plural(len(applied), "migration"), time.Since(start).Round(time.Millisecond))
-	}
+	// What was applied comes first, also when a later migration failed.
 	for _, m := range applied {
 		fmt.Fprintf(e.stdout, "skipjack migrate: applied %s\n", m.Name)
 	}
 	if err != nil {
 		return err
+	}
+	took := time.Since(start).Round(time.Millisecond)
+	if len(applied) == 0 {
+		fmt.Fprintf(e.stdout, "skipjack migrate: %s is up to date (schema %s), nothing to apply (%v)\n", cfg.Name, cfg.Schema, took)
+	} else {
+		fmt.Fprintf(e.stdout, "skipjack migrate: %s applied to %s (schema %s) in %v\n", plural(len(applied), "migration"), cfg.Name, cfg.Schema, took)
 	}
 	if cfg.Migrations.Format != "plain" {
 		fmt.Fprintf(e.stdout, "skipjack migrate: applied with skipjack's own tracking (%s.%s), not %s's: on one database, use either skipjack migrate or %s\n",

@@ -27,6 +27,9 @@ type env struct {
 	sqlc           func(dir string) error
 }
 
+// defaultFile is the config file -f names when not given.
+const defaultFile = "skipjack.yaml"
+
 // options are the parsed flags and arguments of one command.
 type options struct {
 	file    string
@@ -122,7 +125,7 @@ func (c *command) flagSet(o *options, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("skipjack "+c.name, flag.ContinueOnError)
 	fs.SetOutput(w)
 	if !c.noConfig {
-		fs.StringVar(&o.file, "f", "skipjack.yaml", "the config `FILE` (default ./skipjack.yaml)")
+		fs.StringVar(&o.file, "f", defaultFile, "the config `FILE` (default ./skipjack.yaml)")
 	}
 	if c.database {
 		fs.StringVar(&o.dbURL, "database-url", os.Getenv("DATABASE_URL"), "the database `URL` (default $DATABASE_URL)")

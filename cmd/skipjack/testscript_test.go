@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
@@ -45,6 +47,8 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"status": cmdStatus,
+			"newdb":  cmdNewDB,
+			"sql":    cmdSQL,
 		},
 	})
 }
@@ -72,5 +76,45 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdNewDB creates an empty database for the script, dropped when the
+// script ends, and points $DATABASE_URL at it:
+//
+//	newdb
+func cmdNewDB(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: newdb")
+	}
+	dbURL, drop, err := skipjacktest.CreateDatabase(context.Background(), "script")
+	if err != nil {
+		ts.Fatalf("newdb: %v", err)
+	}
+	ts.Defer(func() {
+		if err := drop(context.Background()); err != nil {
+			ts.Logf("newdb: %v", err)
+		}
+	})
+	ts.Setenv("DATABASE_URL", dbURL)
+}
+
+// cmdSQL runs each argument as one SQL statement on $DATABASE_URL:
+//
+//	sql 'INSERT INTO skipjack.ping (payload) VALUES ($${}$$)'
+func cmdSQL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: sql STATEMENT...")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, ts.Getenv("DATABASE_URL"))
+	if err != nil {
+		ts.Fatalf("sql: %v", err)
+	}
+	defer conn.Close(ctx)
+	for _, stmt := range args {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			ts.Fatalf("sql %s: %v", stmt, err)
+		}
 	}
 }
