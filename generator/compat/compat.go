@@ -11,14 +11,16 @@
 //     deprecated (the deliberate way: deprecate, deploy, drain, remove);
 //   - changing a field's type: another kind, another integer width, to or
 //     from a pointer, other element types, other fields of a struct;
-//   - adding a required (non-nilable) field, which jobs already queued lack;
+//   - adding a required (non-nilable) field without a default, which jobs
+//     already queued lack, or removing the default of a field;
 //   - removing a queue without dropped: true;
 //   - adding or changing a unique key, whose index cannot be built while
 //     queued jobs hold duplicates of the new key.
 //
 // Adding a pointer, slice, map, []byte or json.RawMessage field is safe: a
 // job without it decodes it as nil, which the field can already hold. So is
-// adding a field with a default, which a job without it decodes with.
+// adding a field with a default, which a job without it decodes with; the
+// lock records the default, and removing it again is breaking.
 //
 // The generator calls Breaking before it renders anything and writes the
 // file Lock returns with the generated code.
@@ -57,8 +59,8 @@ type shapeField struct {
 	key        string
 	typ        *config.TypeExpr
 	deprecated bool
-	// defaulted marks a field of the YAML with a default, which a job
-	// without it decodes with (the lock does not record defaults).
+	// defaulted marks a field with a default, which a job without it
+	// decodes with.
 	defaulted bool
 	// pos is where the field is written in the YAML (zero for the lock).
 	pos config.Pos
@@ -112,7 +114,7 @@ func lockShape(fields []lockField, names []string) []shapeField {
 		if err != nil {
 			continue // parseLock has checked every type
 		}
-		out = append(out, shapeField{key: f.key, typ: t, deprecated: f.deprecated})
+		out = append(out, shapeField{key: f.key, typ: t, defaulted: f.defaulted, deprecated: f.deprecated})
 	}
 	return out
 }
@@ -197,6 +199,8 @@ func (c *comparison) compareFields(owner string, at config.Pos, old, cur []shape
 		if ok {
 			if why := c.diffType(of.typ, nf.typ, seen); why != "" {
 				add(nf.pos, "field %q of %s changed type from %s to %s: %s", of.key, owner, of.typ, nf.typ, why)
+			} else if of.defaulted && !nf.defaulted && !nf.typ.Nilable() {
+				add(nf.pos, "field %q of %s lost its default: jobs already queued without it (by an older release or by SQL) would decode it as its zero value; keep the default", of.key, owner)
 			}
 			continue
 		}

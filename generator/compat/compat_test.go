@@ -196,6 +196,12 @@ func TestBreakingChanges(t *testing.T) {
 			after:  "types:\n  Address: {street: string, country: {type: string, default: DE}}\nqueues:\n  a:\n    payload: {to: string, ship_to: Address, reply_to: {type: string, default: x}, n: {type: int64, default: 3}}\n",
 		},
 		{
+			name:   "default removed",
+			before: "queues:\n  a:\n    payload: {to: string, reply_to: {type: string, default: x}, n: {type: int64, default: 3}}\n",
+			after:  "queues:\n  a:\n    payload: {to: string, reply_to: string, n: {type: int64, default: 4}}\n",
+			want:   []string{`5:37: field "reply_to" of queue "a" lost its default: jobs already queued without it (by an older release or by SQL) would decode it as its zero value; keep the default`},
+		},
+		{
 			name: "shared struct fields, reported once where declared",
 			// city -> country: a new field of the same type in the place
 			// of a removed one reads as a rename.
@@ -422,6 +428,7 @@ func TestLockOfGoldenInputs(t *testing.T) {
 // the same lock.
 func FuzzParseLock(f *testing.F) {
 	f.Add([]byte(lockHeader + "\nqueue a\n\tfield x map[string]*A deprecated\n\tunique by * states pending,running\ntype A\n\tfield y []int64\n"))
+	f.Add([]byte(lockHeader + "\nqueue a\n\tfield r string default\n\tfield s string default deprecated\n"))
 	f.Add([]byte(lockHeader + "\n\t\n"))
 	f.Add([]byte(lockHeader + "\nqueue a\n\tunique by a,b states pending\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

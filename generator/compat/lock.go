@@ -54,11 +54,12 @@ type lockStruct struct {
 	fields []lockField
 }
 
-// lockField is one field: its key, its type as the YAML spells it and
-// whether it is deprecated.
+// lockField is one field: its key, its type as the YAML spells it, and
+// whether it has a default and is deprecated.
 type lockField struct {
 	key        string
 	typ        string
+	defaulted  bool
 	deprecated bool
 }
 
@@ -111,7 +112,7 @@ func lockOf(cfg *config.Config) *payloadLock {
 func lockFields(fields []config.Field) []lockField {
 	out := make([]lockField, len(fields))
 	for i, f := range fields {
-		out[i] = lockField{key: f.Key, typ: f.Type.String(), deprecated: f.Deprecated}
+		out[i] = lockField{key: f.Key, typ: f.Type.String(), defaulted: f.Default != "", deprecated: f.Deprecated}
 	}
 	return out
 }
@@ -122,6 +123,7 @@ func lockFields(fields []config.Field) []lockField {
 //	queue send_email
 //		field to string
 //		field cc []string deprecated
+//		field reply_to string default
 //		unique by user_id,week states pending,running
 func (l *payloadLock) render() []byte {
 	var b bytes.Buffer
@@ -129,6 +131,9 @@ func (l *payloadLock) render() []byte {
 	writeFields := func(fields []lockField) {
 		for _, f := range fields {
 			fmt.Fprintf(&b, "\tfield %s %s", f.key, f.typ)
+			if f.defaulted {
+				b.WriteString(" default")
+			}
 			if f.deprecated {
 				b.WriteString(" deprecated")
 			}
@@ -182,6 +187,16 @@ func readLock(cfg *config.Config) (*payloadLock, error) {
 	return lock, nil
 }
 
+// fieldMarks reports whether marks are the words render writes after a
+// field's type: "default", then "deprecated", each optional.
+func fieldMarks(marks []string) bool {
+	switch strings.Join(marks, " ") {
+	case "", "default", "deprecated", "default deprecated":
+		return true
+	}
+	return false
+}
+
 // parseLock parses a lock file written by render.
 func parseLock(data []byte) (*payloadLock, error) {
 	lock := &payloadLock{}
@@ -215,8 +230,10 @@ func parseLock(data []byte) (*payloadLock, error) {
 		case !indented && len(words) == 2 && words[0] == "type":
 			lock.types = append(lock.types, lockStruct{name: words[1]})
 			queue, fields = nil, &lock.types[len(lock.types)-1].fields
-		case indented && fields != nil && words[0] == "field" && (len(words) == 3 || len(words) == 4 && words[3] == "deprecated"):
-			*fields = append(*fields, lockField{key: words[1], typ: words[2], deprecated: len(words) == 4})
+		case indented && fields != nil && words[0] == "field" && len(words) >= 3 && fieldMarks(words[3:]):
+			marks := words[3:]
+			*fields = append(*fields, lockField{key: words[1], typ: words[2],
+				defaulted: slices.Contains(marks, "default"), deprecated: slices.Contains(marks, "deprecated")})
 		case indented && queue != nil && len(words) == 5 && words[0] == "unique" && words[1] == "by" && words[3] == "states":
 			u := &lockUnique{states: strings.Split(words[4], ",")}
 			if words[2] != "*" {
