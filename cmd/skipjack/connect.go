@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
-	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
 // connectTimeout bounds connecting when the URL sets no connect_timeout,

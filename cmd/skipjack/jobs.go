@@ -14,7 +14,7 @@ import (
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
-	"github.com/skipjack-dev/skipjack/internal/tableadmin"
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 )
 
 // jobsCommands are skipjack jobs list|show|retry|cancel: the operations

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/skipjack-dev/skipjack/internal/tableadmin"
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 )
 
 // queuesCommands are skipjack queues pause|resume: the state of a whole

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 	"github.com/skipjack-dev/skipjack/generator/config"
-	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
 // queueStats is one queue's line of stats --json: skipjack.Stats with the

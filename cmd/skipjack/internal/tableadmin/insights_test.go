@@ -13,9 +13,9 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
-	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
 // TestInsights runs what the dashboard's second round reads through the
@@ -26,7 +26,7 @@ import (
 // their next slots.
 func TestInsights(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "golden", "schedule", "skipjack.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "schedule", "skipjack.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestInsights(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
+	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestInsights(t *testing.T) {
 // and the page holds exactly the jobs a table scan finds.
 func TestListByUniqueKey(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "golden", "schedule", "skipjack.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "schedule", "skipjack.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestListByUniqueKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
+	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
-	"github.com/skipjack-dev/skipjack/internal/tableadmin"
 )
 
 func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
 // completed, only the first of them is, and the key stays unique.
 func TestRetryUniqueQueue(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "golden", "unique", "skipjack.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "unique", "skipjack.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestRetryUniqueQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "golden", "unique", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
+	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "unique", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
