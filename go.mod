@@ -7,8 +7,9 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/skipjack-dev/skipjack/dashboard v0.0.0
-	github.com/skipjack-dev/skipjack/runtime v0.0.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/skipjack-dev/skipjack/dashboard v0.1.0
+	github.com/skipjack-dev/skipjack/runtime v0.1.0
 	github.com/sqlc-dev/sqlc v1.31.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/mod v0.42.0
@@ -38,7 +39,6 @@ require (
 	github.com/pingcap/log v1.1.0 // indirect
 	github.com/pingcap/tidb/pkg/parser v0.0.0-20260418072757-ce92298d1124 // indirect
 	github.com/riza-io/grpc-go v0.2.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/sqlc-dev/doubleclick v1.0.0 // indirect
@@ -60,10 +60,3 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-// The CLI's migrate, stats, jobs and ui run the runtime's applier and the
-// dashboard in-process. Both are modules of this repository: releases tag
-// them and require the tagged versions here.
-replace github.com/skipjack-dev/skipjack/runtime => ./runtime
-
-replace github.com/skipjack-dev/skipjack/dashboard => ./dashboard

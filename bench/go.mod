@@ -2,13 +2,11 @@ module github.com/skipjack-dev/skipjack/bench
 
 go 1.26.0
 
-replace github.com/skipjack-dev/skipjack/runtime => ../runtime
-
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
-	github.com/skipjack-dev/skipjack/runtime v0.0.0-00010101000000-000000000000
+	github.com/skipjack-dev/skipjack/runtime v0.1.0
 )
 
 require (

@@ -7,7 +7,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jackc/tern/v2 v2.3.4
 	github.com/pressly/goose/v3 v3.30.1
-	github.com/skipjack-dev/skipjack/runtime v0.0.0
+	github.com/skipjack-dev/skipjack/runtime v0.1.0
 )
 
 require (
@@ -32,5 +32,3 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
-
-replace github.com/skipjack-dev/skipjack/runtime => ../runtime

@@ -4,7 +4,7 @@ go 1.26
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/skipjack-dev/skipjack/runtime v0.0.0
+	github.com/skipjack-dev/skipjack/runtime v0.1.0
 )
 
 require (
@@ -14,5 +14,3 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/skipjack-dev/skipjack/runtime => ../../runtime
