@@ -8,6 +8,8 @@
 //	skipjack migrate     [-f skipjack.yaml] [--database-url URL]
 //	skipjack stats       [-f skipjack.yaml] [--database-url URL] [--json]
 //	skipjack ui          [-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--allowed-host HOST]... [--actions]
+//	skipjack schema
+//	skipjack version
 //	skipjack jobs list   QUEUE [--state STATE] [--after ID] [--limit N] [--json]
 //	skipjack jobs show   QUEUE ID... [--json]
 //	skipjack jobs retry  QUEUE (ID... | --state STATE)

@@ -102,6 +102,15 @@ var commands = append([]command{
 		},
 	},
 	{
+		name: "version", synopsis: "",
+		summary:  "print the version of skipjack: the module version it was built at",
+		noConfig: true,
+		run: func(_ options, e env) error {
+			_, err := fmt.Fprintln(e.stdout, version())
+			return err
+		},
+	},
+	{
 		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--allowed-host HOST]... [--actions]",
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
