@@ -1,4 +1,4 @@
-package dashboard
+package browsertest
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func axeSource(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv("SKIPJACK_AXE_JS")
 	if p == "" {
-		p = filepath.Join("..", ".ci", "axe", "node_modules", "axe-core", "axe.min.js")
+		p = filepath.Join("..", "..", ".ci", "axe", "node_modules", "axe-core", "axe.min.js")
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {

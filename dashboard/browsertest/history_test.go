@@ -1,4 +1,4 @@
-package dashboard
+package browsertest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/skipjack-dev/skipjack/dashboard"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/syncaccount"
@@ -122,7 +123,7 @@ func TestBrowserHistoryFailuresFind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, err := New(Config{Queues: admins(s.pool), Actions: true, RefreshInterval: -1, Title: "shop jobs"})
+	h, err := dashboard.New(dashboard.Config{Queues: admins(s.pool), Actions: true, RefreshInterval: -1, Title: "shop jobs"})
 	if err != nil {
 		t.Fatal(err)
 	}

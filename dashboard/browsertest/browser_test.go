@@ -1,4 +1,4 @@
-package dashboard
+package browsertest
 
 import (
 	"context"
@@ -17,14 +17,17 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/skipjack-dev/skipjack/dashboard"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/sendemail"
 )
 
 var (
-	screenshotDir = flag.String("screenshots", "testdata/screenshots", "folder the browser test writes its screenshots to")
-	updateDocs    = flag.Bool("update-docs", false, "also write the overview screenshot with an hour of history to ../docs/dashboard.png")
+	// The dashboard's testdata, the folder CI keeps as an artifact.
+	screenshotDir = flag.String("screenshots", filepath.Join("..", "testdata", "screenshots"), "folder the browser test writes its screenshots to")
+	updateDocs    = flag.Bool("update-docs", false, "also write the overview screenshot with an hour of history to ../../docs/dashboard.png")
 )
 
 // chromiumPath finds headless Chromium. Outside CI a missing browser skips
@@ -122,7 +125,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 	t.Logf("screenshot: %s", p)
 	if *updateDocs && name == docsScreenshot {
-		if err := os.WriteFile(filepath.Join("..", "docs", "dashboard.png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +178,7 @@ func cellJS(queue, col string) string {
 func TestBrowserRetryFailedJob(t *testing.T) {
 	t.Parallel()
 	s := seed(t)
-	h, err := New(Config{Queues: admins(s.pool), Actions: true, RefreshInterval: 250 * time.Millisecond, Title: "shop jobs"})
+	h, err := dashboard.New(dashboard.Config{Queues: admins(s.pool), Actions: true, RefreshInterval: 250 * time.Millisecond, Title: "shop jobs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,23 +247,27 @@ func TestBrowserRefreshEdgeCases(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		change func(q *fakeQueue, signedOut *atomic.Bool)
-		live   string // text the live region then holds
+		change func(t *testing.T, pool *pgxpool.Pool, id int64, signedOut *atomic.Bool)
+		live   string // text the live region then holds ("%d": the job's id)
 		status string // text the refresh status then shows
 	}{
-		{"job gone", func(q *fakeQueue, _ *atomic.Bool) {
-			q.mu.Lock()
-			delete(q.jobs, 4)
-			q.mu.Unlock()
-		}, "Queue send_email has no job 4", "Auto-refresh stopped"},
-		{"signed out", func(_ *fakeQueue, signedOut *atomic.Bool) { signedOut.Store(true) },
+		{"job gone", func(t *testing.T, pool *pgxpool.Pool, id int64, _ *atomic.Bool) {
+			if _, err := pool.Exec(t.Context(), `DELETE FROM skipjack.send_email WHERE id = $1`, id); err != nil {
+				t.Fatal(err)
+			}
+		}, "Queue send_email has no job %d", "Auto-refresh stopped"},
+		{"signed out", func(_ *testing.T, _ *pgxpool.Pool, _ int64, signedOut *atomic.Bool) { signedOut.Store(true) },
 			"pending", "Refresh failed (not a dashboard answer; signed out?), retrying"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			q := newFakeQueue("send_email", 4, time.Now())
-			h, err := New(Config{Queues: []skipjack.QueueAdmin{q}, RefreshInterval: 100 * time.Millisecond, Logger: quiet})
+			pool := newDB(t)
+			id, err := sendemail.Enqueue(t.Context(), pool, sendemail.Payload{To: "ed@example.com"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := dashboard.New(dashboard.Config{Queues: admins(pool), RefreshInterval: 100 * time.Millisecond, Logger: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,14 +286,18 @@ func TestBrowserRefreshEdgeCases(t *testing.T) {
 			srv := httptest.NewServer(mux)
 			t.Cleanup(srv.Close)
 			ctx := newBrowser(t, 30*time.Second)
-			step(t, ctx, "open job 4", chromedp.Navigate(srv.URL+"/ops/jobs/queues/send_email/jobs/4"),
+			step(t, ctx, fmt.Sprintf("open job %d", id), chromedp.Navigate(fmt.Sprintf("%s/ops/jobs/queues/send_email/jobs/%d", srv.URL, id)),
 				chromedp.WaitVisible(chromedp.ID("job-state")),
 				chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
-			tt.change(q, &signedOut)
+			tt.change(t, pool, id, &signedOut)
+			live := tt.live
+			if strings.Contains(live, "%d") {
+				live = fmt.Sprintf(live, id)
+			}
 			waitJS(t, ctx, "the refresh status says what happened",
 				fmt.Sprintf(`document.getElementById("refresh-status").textContent === %q`, tt.status))
 			waitJS(t, ctx, "the live region holds what the dashboard said, without a reload",
-				fmt.Sprintf(`document.getElementById("live").textContent.includes(%q) && !document.getElementById("live").textContent.includes("Sign in") && window.notReloaded === true`, tt.live))
+				fmt.Sprintf(`document.getElementById("live").textContent.includes(%q) && !document.getElementById("live").textContent.includes("Sign in") && window.notReloaded === true`, live))
 			screenshot(t, ctx, "6-refresh-"+strings.ReplaceAll(tt.name, " ", "-"))
 		})
 	}
