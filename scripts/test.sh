@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Runs every check and test of every module against a real PostgreSQL:
-# build and vet each module alone (GOWORK=off, so a missing require cannot
-# hide behind go.work), staticcheck, go test (with -race everywhere except
-# the packages that link sqlc, whose parser a race build would recompile),
+# build, vet and staticcheck each module in the workspace (go.work, as the
+# modules require each other at a version that is tagged only at release),
+# then each module alone: the modules require each other in lockstep, no
+# published go.mod replaces anything, and go mod tidy outside go.work, with
+# the other modules served from a file-system module proxy, changes nothing
+# (so a missing require cannot hide behind go.work); go test (with -race
+# everywhere except the packages that link sqlc, whose parser a race build
+# would recompile; internal/lockstep's test installs the CLI from that
+# proxy as a user does, by go run pkg@version and by go tool),
 # skipjack check over every committed generated tree, the README's main
 # command (scripts/example.sh) and the benchmark's smoke mode. PostgreSQL is
 # found like the tests find it: $DATABASE_URL, else 127.0.0.1:5432 as
@@ -14,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-export GOWORK=off
+export GOWORK=$root/go.work
 staticcheck_version=v0.8.2
 
 step() { printf '\n=== %s\n' "$*"; }
@@ -43,7 +49,7 @@ stage() {
 }
 
 # Every module of the workspace, as ./path (. for the root).
-mapfile -t modules < <(GOWORK="$root/go.work" go list -m -f '{{.Dir}}' | sed "s|^$root\$|.|; s|^$root/|./|")
+mapfile -t modules < <(go list -m -f '{{.Dir}}' | sed "s|^$root\$|.|; s|^$root/|./|")
 [ "${#modules[@]}" -gt 1 ] || fail "go.work lists no modules"
 
 # Modules whose tests are not run here: bench runs in smoke mode below.
@@ -81,6 +87,9 @@ build_vet() { cd "$1" && go build ./... && go vet ./... && go run "honnef.co/go/
 for m in "${modules[@]}"; do
 	stage "build + vet + staticcheck: $m" -- build_vet "$m"
 done
+
+step "each module alone: lockstep requirements, no replace, tidy outside go.work"
+go run ./internal/release check
 
 # Packages that link sqlc's parser (the CLI and the sqlc leaf) are tested
 # without -race; every other package with it.
