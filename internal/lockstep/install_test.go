@@ -32,8 +32,8 @@ queues:
     max_attempts: 5
 `
 
-// userMain enqueues five jobs and works them with the generated package,
-// applying the migrations first when $MIGRATE is set.
+// userMain mounts the dashboard, enqueues five jobs and works them with the
+// generated package, applying the migrations first when $MIGRATE is set.
 const userMain = `package main
 
 //go:generate %s
@@ -41,12 +41,14 @@ const userMain = `package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/skipjack-dev/skipjack/dashboard"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
 	"example.com/shopper/internal/jobs"
@@ -73,6 +75,11 @@ func run() error {
 			return err
 		}
 	}
+	dash, err := dashboard.New(dashboard.Config{Queues: []skipjack.QueueAdmin{sendemail.Admin(pool)}})
+	if err != nil {
+		return err
+	}
+	http.NewServeMux().Handle("/admin/jobs/", http.StripPrefix("/admin/jobs", dash))
 	const n = 5
 	for i := range n {
 		if _, err := sendemail.Enqueue(ctx, pool, sendemail.Payload{To: strconv.Itoa(i) + "@example.com", Subject: "hi"}); err != nil {
@@ -235,18 +242,28 @@ func (u *userModule) goCmd(args ...string) string {
 	return string(out)
 }
 
-// build builds the service and checks that it links the runtime, and
-// neither the generator's sqlc nor the dashboard's test browser driver.
+// build builds the service and checks that it links the runtime and the
+// dashboard, and that neither the generator's sqlc nor the dashboard's
+// browser test driver (chromedp) is in its module graph, let alone its
+// binary.
 func (u *userModule) build() {
 	u.t.Helper()
 	u.goCmd("build", "-o", filepath.Join(u.dir, "service"), ".")
 	deps := strings.Fields(u.goCmd("list", "-deps", "."))
-	if !slices.Contains(deps, "github.com/skipjack-dev/skipjack/runtime") {
-		u.t.Errorf("the service does not link the runtime; its dependencies:\n%s", strings.Join(deps, "\n"))
+	for _, p := range []string{"github.com/skipjack-dev/skipjack/runtime", "github.com/skipjack-dev/skipjack/dashboard"} {
+		if !slices.Contains(deps, p) {
+			u.t.Errorf("the service does not link %s; its packages:\n%s", p, strings.Join(deps, "\n"))
+		}
 	}
-	for _, d := range deps {
-		if strings.HasPrefix(d, "github.com/sqlc-dev/") || strings.HasPrefix(d, "github.com/chromedp/") {
-			u.t.Errorf("the service links %s", d)
+	graph := strings.Fields(u.goCmd("list", "-m", "-f", "{{.Path}}", "all"))
+	for _, list := range []struct {
+		what  string
+		items []string
+	}{{"links", deps}, {"has in its module graph", graph}} {
+		for _, d := range list.items {
+			if strings.HasPrefix(d, "github.com/sqlc-dev/") || strings.HasPrefix(d, "github.com/chromedp/") {
+				u.t.Errorf("the service %s %s", list.what, d)
+			}
 		}
 	}
 }
