@@ -88,8 +88,8 @@ for m in "${modules[@]}"; do
 	stage "build + vet + staticcheck: $m" -- build_vet "$m"
 done
 
-step "each module alone: lockstep requirements, no replace, tidy outside go.work"
-go run ./internal/release check
+stage "each module alone: lockstep requirements, no replace, tidy outside go.work" -- \
+	go run ./internal/release check
 
 # Packages that link sqlc's parser (the CLI and the sqlc leaf) are tested
 # without -race; every other package with it.
