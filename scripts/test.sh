@@ -8,7 +8,9 @@
 # (so a missing require cannot hide behind go.work); go test (with -race
 # everywhere except the packages that link sqlc, whose parser a race build
 # would recompile; internal/lockstep's test installs the CLI from that
-# proxy as a user does, by go run pkg@version and by go tool),
+# proxy as a user does, by go run pkg@version and by go tool), the exported
+# API against api/*.txt (a removed or changed feature fails until the file
+# records it),
 # skipjack check over every committed generated tree, the README's main
 # command (scripts/example.sh) and the benchmark's smoke mode. PostgreSQL is
 # found like the tests find it: $DATABASE_URL, else 127.0.0.1:5432 as
@@ -90,6 +92,9 @@ done
 
 stage "each module alone: lockstep requirements, no replace, tidy outside go.work" -- \
 	go run ./internal/release check
+
+stage "the exported API of the runtime, the dashboard and the generated code against api/*.txt" -- \
+	go run ./internal/release api
 
 # Packages that link sqlc's parser (the CLI and the sqlc leaf) are tested
 # without -race; every other package with it.

@@ -5,6 +5,7 @@
 //	go run ./internal/release check        # they agree, no replace; each module is tidy alone
 //	go run ./internal/release tidy         # go mod tidy each module alone
 //	go run ./internal/release publish DIR  # serve the modules from a file proxy in DIR
+//	go run ./internal/release api [-w]     # the exported API against api/*.txt
 //
 // "Alone" means as the go command sees a module outside the repository's
 // go.work, the way a user's build does: the other modules come from a
@@ -38,6 +39,9 @@ commands:
                 module is tidy on its own (outside go.work)
   tidy          run go mod tidy in each module on its own, with the other
                 modules served at the checkout's content
+  api [-w]      compare the exported API of the runtime, the dashboard and the
+                generated code (examples/shop's) with api/*.txt, and fail on
+                any difference; -w writes the files instead
   publish DIR   write the published modules into DIR as a module proxy
                 (GOPROXY=file://DIR) at a version unique to the checkout's
                 content, and print that version
@@ -100,6 +104,10 @@ func dispatch(args []string) error {
 			return err
 		}
 		return alone(mods, version, true)
+	case cmd == "api" && len(args) == 0:
+		return checkAPI(root, false)
+	case cmd == "api" && len(args) == 1 && args[0] == "-w":
+		return checkAPI(root, true)
 	case cmd == "publish" && len(args) == 1:
 		version, err := lockstep.Check(root, mods)
 		if err != nil {
