@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
 
 	"github.com/skipjack-dev/skipjack/internal/lockstep"
 )
@@ -160,13 +162,17 @@ func alone(mods []lockstep.Module, release string, write bool) error {
 	if err != nil {
 		return err
 	}
+	workspace, err := workspaceVersions(mods[0].Dir)
+	if err != nil {
+		return err
+	}
 	var untidy []string
 	for i, m := range mods {
 		alone := filepath.Join(tmp, fmt.Sprint(i))
 		if err := os.Mkdir(alone, 0o755); err != nil {
 			return err
 		}
-		gotMod, gotSum, err := tidy(m, mods, release, test, alone, env)
+		gotMod, gotSum, err := tidy(m, mods, workspace, release, test, alone, env)
 		if err != nil {
 			return err
 		}
@@ -194,7 +200,7 @@ func alone(mods []lockstep.Module, release string, write bool) error {
 		untidy = append(untidy, fmt.Sprintf("%s:\n%s%s", m.Rel, diff(filepath.Join(m.Rel, "go.mod"), wantMod, gotMod), diff(filepath.Join(m.Rel, "go.sum"), wantSum, gotSum)))
 	}
 	if len(untidy) > 0 {
-		return fmt.Errorf("modules that go mod tidy changes outside go.work (a missing require, or an untidy go.mod); run go run ./internal/release tidy:\n%s", strings.Join(untidy, "\n"))
+		return fmt.Errorf("modules that go mod tidy changes outside go.work (a missing require, an untidy go.mod, or a requirement below the version the workspace builds with); run go run ./internal/release tidy:\n%s", strings.Join(untidy, "\n"))
 	}
 	if !write {
 		fmt.Printf("every module is tidy on its own (the published ones served as %s)\n", test)
@@ -203,11 +209,17 @@ func alone(mods []lockstep.Module, release string, write bool) error {
 }
 
 // tidy runs go mod tidy on a copy of m's go.mod and go.sum in dir, with the
-// requirements on the published modules at test, and returns them as they
+// requirements on the published modules at test and every other one at
+// least at the version the workspace selects, and returns them as they
 // would be committed: those requirements back at release, go.sum without
 // the lines for the published modules (whose hashes change with every
 // edit; a workspace build needs none).
-func tidy(m lockstep.Module, mods []lockstep.Module, release, test, dir string, env []string) (gotMod, gotSum []byte, err error) {
+//
+// Raising the requirements makes a module alone, as a user's build sees
+// it, select the very versions its tests ran with in the workspace (where
+// the other modules' requirements count too), and lets the install test
+// reuse the workspace's compiled packages, sqlc's among them.
+func tidy(m lockstep.Module, mods []lockstep.Module, workspace map[string]string, release, test, dir string, env []string) (gotMod, gotSum []byte, err error) {
 	data, err := os.ReadFile(m.GoMod())
 	if err != nil {
 		return nil, nil, err
@@ -221,20 +233,36 @@ func tidy(m lockstep.Module, mods []lockstep.Module, release, test, dir string, 
 		return nil, nil, err
 	}
 	modFile := filepath.Join(dir, "go.mod")
-	if err := os.WriteFile(modFile, data, 0o644); err != nil {
-		return nil, nil, err
-	}
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command("go", "mod", "tidy", "-modfile="+modFile)
-	cmd.Dir = m.Dir
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("go mod tidy in %s outside go.work: %v\n%s", m.Rel, err, out)
-	}
-	if data, err = os.ReadFile(modFile); err != nil {
-		return nil, nil, err
+	// Tidy may add requirements below the workspace's versions: raise and
+	// tidy again until nothing moves (twice in practice).
+	for range 4 {
+		raised, err := raise(m.GoMod(), data, workspace)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(modFile, raised, 0o644); err != nil {
+			return nil, nil, err
+		}
+		cmd := exec.Command("go", "mod", "tidy", "-modfile="+modFile)
+		cmd.Dir = m.Dir
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("go mod tidy in %s outside go.work: %v\n%s", m.Rel, err, out)
+		}
+		tidied, err := os.ReadFile(modFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		if again, err := raise(m.GoMod(), tidied, workspace); err != nil {
+			return nil, nil, err
+		} else if string(again) == string(tidied) {
+			data = tidied
+			break
+		}
+		data = tidied
 	}
 	if gotMod, err = lockstep.SetVersion(m.GoMod(), data, mods, release); err != nil {
 		return nil, nil, err
@@ -244,6 +272,42 @@ func tidy(m lockstep.Module, mods []lockstep.Module, release, test, dir string, 
 		return nil, nil, err
 	}
 	return gotMod, lockstep.DropSums(sum, mods), nil
+}
+
+// raise returns go.mod data with every requirement below the version the
+// workspace selects raised to it.
+func raise(file string, data []byte, workspace map[string]string) ([]byte, error) {
+	f, err := modfile.Parse(file, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range f.Require {
+		if v, ok := workspace[r.Mod.Path]; ok && semver.Compare(v, r.Mod.Version) > 0 {
+			if err := f.AddRequire(r.Mod.Path, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f.Format()
+}
+
+// workspaceVersions returns the version of every module in the build list
+// of the workspace at root, but the workspace's own.
+func workspaceVersions(root string) (map[string]string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{if not .Main}}{{.Path}} {{.Version}}{{end}}", "all")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(root, "go.work"))
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m all in the workspace: %w", err)
+	}
+	vs := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		if path, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && semver.IsValid(v) {
+			vs[path] = v
+		}
+	}
+	return vs, nil
 }
 
 // readSum reads m's go.sum without the lines for the published modules;
