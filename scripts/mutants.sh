@@ -2,7 +2,7 @@
 # mutants.sh: mutation check of the runtime's guarantees, run on demand (not
 # in CI). Each mutant is a one-line sed patch of the runtime, applied to a
 # temporary copy of runtime/; the tests that guard the guarantee then run
-# against it (-race, GOWORK=off). A mutant is KILLED when they fail and
+# against it (-race, in the copy's go.work). A mutant is KILLED when they fail and
 # SURVIVED when they pass; a patch that no longer matches is reported as
 # STALE (update it here when the code moves). A kill counts only when a
 # test that failed passes on the unmutated tree in the same run; a mutant
@@ -155,7 +155,7 @@ declare -A baseline
 passes_unmutated() {
   local key="$1 $3 $4"
   if [[ -z ${baseline[$key]:-} ]]; then
-    if (cd "$work/base/runtime/$1" && GOWORK=off go test $2 -count=1 -timeout 300s -run "$4" "$3" >"$work/base.out" 2>&1); then
+    if (cd "$work/base/runtime/$1" && GOWORK="$work/base/go.work" go test $2 -count=1 -timeout 300s -run "$4" "$3" >"$work/base.out" 2>&1); then
       baseline[$key]=pass
     else
       baseline[$key]=fail
@@ -189,7 +189,7 @@ for m in "${mutants[@]}"; do
   fi
   run=(-run "$tests" "$pkg")
   [[ -n ${FULL:-} ]] && run=(./...)
-  if (cd "$dir" && GOWORK=off go test $race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
+  if (cd "$dir" && GOWORK="$work/repo/go.work" go test $race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
     printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
     survived=$((survived + 1))
   elif grep -q '\[build failed\]\|\[setup failed\]' "$work/out"; then
