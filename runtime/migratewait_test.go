@@ -165,7 +165,38 @@ WHERE a.application_name = $1 AND l.locktype = 'advisory' AND NOT l.granted
 	if err := holdback.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	// Until they finish, look for the deadlock itself: a concurrent
+	// statement waiting for a backend that waits for an advisory lock (only
+	// the migrators take one). It never resolves, so the test need not wait
+	// for its deadline to fail.
+	for done := false; !done; {
+		select {
+		case <-finished:
+			done = true
+		case <-time.After(10 * time.Millisecond):
+			var who string
+			err := admin.QueryRow(ctx, `
+SELECT coalesce(string_agg(DISTINCT b.application_name || ' waits for ' || w.application_name, ', '), '')
+FROM pg_stat_activity b
+CROSS JOIN LATERAL unnest(pg_blocking_pids(b.pid)) AS blocker(pid)
+JOIN pg_stat_activity w ON w.pid = blocker.pid
+WHERE b.datname = current_database() AND b.query LIKE '%INDEX CONCURRENTLY%' AND b.wait_event_type = 'Lock'
+  AND w.wait_event_type = 'Lock' AND w.wait_event = 'advisory'`).Scan(&who)
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("looking for a deadlock: %v", err)
+			}
+			if who != "" {
+				cancel()
+				<-finished
+				t.Fatalf("deadlock: the concurrent statement of %s (waiting for a snapshot of a transaction that waits for the migration lock its own migrator holds)", who)
+			}
+		}
+	}
 	t.Logf("%d migrators finished %v after the holdback ended", n, time.Since(released).Round(time.Millisecond))
 	for i, err := range errs {
 		if err != nil {
