@@ -2,6 +2,7 @@ package generator
 
 import (
 	"hash/fnv"
+	"time"
 
 	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/queries"
@@ -107,7 +108,7 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		qq.Concurrency = l.Concurrency
 		if l.Rate != nil {
 			qq.RateCount = l.Rate.Count
-			qq.RateSlotMillis = l.Rate.Per.Milliseconds() / 100
+			qq.RateSlotMillis = rateSlotMillis(l.Rate.Per)
 		}
 	}
 	if t.Unique != nil {
@@ -121,6 +122,19 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		qq.Slots = schema.QuoteIdent(t.Schema) + "." + schema.QuoteIdent(schema.SlotsTable)
 	}
 	return qq
+}
+
+// rateSlotMillis returns the length, in whole milliseconds, of the slots
+// in which the limited claims of a queue with a rate window of per log
+// their starts: a hundredth of per, rounded up. A claim counts the starts
+// of the current slot and of the 104 before it (the "rateSlots" template of
+// package queries), so a start stays counted for more than 104 slots, which
+// must not be shorter than per. Rounded down, it was whenever per left a
+// remainder under 2.5s: per 1099ms made slots of 10ms, and 40 starts of a
+// queue allowed 20 fitted into 1099ms.
+func rateSlotMillis(per time.Duration) int64 {
+	const hundredth = 100 * time.Millisecond // per/100 in milliseconds is per in units of 100ms
+	return int64((per + hundredth - 1) / hundredth)
 }
 
 // admitKey returns the advisory lock key under which the limited claims of

@@ -62,9 +62,10 @@ type Queue struct {
 	// jobs behind a running or earlier job of their key.
 	SerialSame string
 	// Concurrency caps the queue's claimed jobs across processes (0: no
-	// cap); RateCount caps the jobs claimed per window of RateSlotMillis
-	// * 100 milliseconds (0: no cap). Either makes Claim the limited claim,
-	// which runs after Admit in one transaction.
+	// cap); RateCount caps the jobs claimed in any window of the last 105
+	// slots of RateSlotMillis milliseconds (0: no cap), at least 104 slots
+	// long. Either makes Claim the limited claim, which runs after Admit
+	// in one transaction.
 	Concurrency    int
 	RateCount      int
 	RateSlotMillis int64

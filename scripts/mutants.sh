@@ -64,6 +64,9 @@ mutants=(
   "ack-cancel-race-not-rechecked :: skipjackimpl/completer.go :: s/if err != nil || len(matched) == len(ids) {/if true {/ :: TestAckRacingCancel :: ."
   "completetx-not-recorded :: skipjackimpl/completer.go :: s/^\tackedInTx(job.ID, job)$/\t_ = job/ :: TestCompleteTx$ :: ."
   "rescues-never-reset :: internal/testqueue/fast/internal/db/queries.sql.go :: s/\"rescues\" = CASE WHEN locked.outcome = 'release' THEN t.\"rescues\" ELSE 0 END,// :: TestSuspectCountResets :: ."
+  # Issue 40: a migrator waiting for the migration lock inside a statement
+  # holds a snapshot that the holder's concurrent index build waits for.
+  "migrate-lock-waited-in-statement :: skipjackimpl/migrate.go :: s/\"SELECT pg_try_advisory_xact_lock(\$1)\"/\"SELECT true FROM pg_advisory_xact_lock(\$1)\"/ :: TestMigratorsWaitingBesideLiveUnits :: ."
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
 )
 
@@ -103,6 +106,11 @@ feature_mutants=(
   "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
   "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
   "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers :: ."
+  # Issue 40: slots of per/100 rounded down (per 1099ms: 10ms) count a
+  # window shorter than per; a slot logged in another size runs ahead of the
+  # clock and, counted, never leaves the window.
+  "rate-slot-rounded-down :: internal/testqueue/paced/internal/db/queries.sql.go :: s/ \/ 11)::bigint AS \"slot\"/ \/ 10)::bigint AS \"slot\"/;s/+ 105) \* 11 -/+ 105) * 10 -/ :: TestRateLimitAcrossWorkers :: ."
+  "rate-log-counts-future-slots :: internal/testqueue/paced/internal/db/queries.sql.go :: /AND s.\"slot\" <= (SELECT \"slot\" FROM clock)$/d :: TestRateLogOfAnotherSlotSize :: ."
   "serial-order-ignored :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/(o.\"state\" = 'running' OR o.\"id\" < c.\"id\")/o.\"state\" = 'running'/ :: TestSerialByKey :: ."
   "serial-running-index-dropped :: internal/testqueue/migrate.go :: s/CREATE UNIQUE INDEX \"keyed_serial_running_idx\"/CREATE INDEX \"keyed_serial_running_idx\"/ :: TestSerialKeyIsEnforcedByTheDatabase :: ."
   "serial-race-logged-as-failure :: skipjackimpl/fetch.go :: s/if err != nil \&\& r.spec.Serial \&\& sqlState(err) == \"23505\" {/if false {/ :: TestSerialClaimRace :: ."

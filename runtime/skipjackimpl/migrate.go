@@ -2,6 +2,7 @@ package skipjackimpl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"regexp"
@@ -75,9 +76,15 @@ const (
 // transaction-scoped advisory lock keyed by a hash of "skipjack:"+Config,
 // in a read committed transaction whatever the database's default, and
 // then checks, under that lock, that the migration is still unrecorded, so
-// exactly one caller applies it and the others wait and skip it. The
-// statements of a non-transactional migration run on a second connection
-// while the first holds the lock, so the pool needs two connections.
+// exactly one caller applies it and the others wait and skip it. A caller
+// waits for the lock between statements, never inside one: it asks with
+// pg_try_advisory_xact_lock in a transaction of its own, ends that
+// transaction when the lock is taken, and asks again after a pause that
+// grows from 5ms to 250ms. A statement waiting for the lock would hold a
+// snapshot, which a concurrent index build of the holder waits for, and
+// the two would wait for each other forever. The statements of a
+// non-transactional migration run on a second connection while the first
+// holds the lock, so the pool needs two connections.
 // Nothing outlives a transaction (no session lock, no prepared statement,
 // no SET), so Apply works through a pooler in transaction mode, such as
 // PgBouncer with pool_mode = transaction, as well as on a direct
@@ -88,9 +95,10 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migratio
 
 // lockTx are the options of every transaction that takes a migration
 // lock. Read committed whatever the database's default: under repeatable
-// read the snapshot is taken by the first statement, the lock itself, before
-// the lock is granted, so a caller that waited would not see the migration
-// the holder recorded and would apply it a second time.
+// read the snapshot is taken by the first statement, the attempt at the
+// lock itself, before the lock is granted, so a caller whose attempt came
+// as the holder committed would not see the migration the holder recorded
+// and would apply it a second time.
 var lockTx = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // lockKey returns the advisory lock key of name.
@@ -178,10 +186,7 @@ type applier struct {
 // apply applies m unless another caller recorded it first, and reports
 // whether it did.
 func (a applier) apply(ctx context.Context, m Migration) (ran bool, err error) {
-	err = pgx.BeginTxFunc(ctx, a.pool, lockTx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", a.key); err != nil {
-			return fmt.Errorf("advisory lock: %w", err)
-		}
+	err = withLock(ctx, a.pool, a.key, func(tx pgx.Tx) error {
 		// The simple protocol leaves no portal open, and so no snapshot
 		// held, after the check: the extended protocol's unnamed portal
 		// would keep the check's snapshot until the next statement, and a
@@ -209,6 +214,58 @@ func (a applier) apply(ctx context.Context, m Migration) (ran bool, err error) {
 		return err
 	})
 	return ran, err
+}
+
+// The first retry of a taken migration lock comes after lockPollMin, each
+// later one after twice the wait before, up to lockPollMax: a migration
+// that holds the lock briefly is followed at once, and a long concurrent
+// build is asked about four times a second.
+const (
+	lockPollMin = 5 * time.Millisecond
+	lockPollMax = 250 * time.Millisecond
+)
+
+// errLockTaken rolls back a transaction whose attempt at the lock failed.
+var errLockTaken = errors.New("lock taken")
+
+// withLock runs fn in a read committed transaction that holds the
+// transaction-scoped advisory lock key, and commits it when fn returns nil.
+//
+// It never waits for the lock inside a statement: a statement that waits
+// holds a snapshot, and the last phase of a concurrent index build waits
+// for every transaction with a snapshot older than its own, so a waiter
+// and a holder building an index would wait for each other forever. Each
+// attempt is a transaction of its own that asks with
+// pg_try_advisory_xact_lock (in the simple protocol, which leaves no
+// portal and so no snapshot behind) and, when the lock is taken, ends
+// before the next attempt: a build that began waiting for the attempt's
+// snapshot waits only until that transaction ends. Attempts back off from
+// lockPollMin to lockPollMax and stop when ctx ends.
+func withLock(ctx context.Context, pool *pgxpool.Pool, key int64, fn func(pgx.Tx) error) error {
+	wait := lockPollMin
+	for {
+		err := pgx.BeginTxFunc(ctx, pool, lockTx, func(tx pgx.Tx) error {
+			var got bool
+			if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", pgx.QueryExecModeSimpleProtocol, key).Scan(&got); err != nil {
+				return fmt.Errorf("advisory lock: %w", err)
+			}
+			if !got {
+				return errLockTaken
+			}
+			return fn(tx)
+		})
+		if !errors.Is(err, errLockTaken) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("advisory lock: %w", context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(2*wait, lockPollMax)
+	}
 }
 
 var concurrentIndex = regexp.MustCompile(`^CREATE (?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS ("(?:[^"]|"")+") ON ("(?:[^"]|"")+")\.`)
@@ -294,10 +351,7 @@ func statements(sql string) []string {
 // are missing. Configs sharing a schema hold different config locks, so
 // the creation is serialized by a transaction-scoped lock on the schema.
 func ensureTrackingTable(ctx context.Context, pool *pgxpool.Pool, schema, table string) error {
-	err := pgx.BeginTxFunc(ctx, pool, lockTx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("skipjack:schema:"+schema)); err != nil {
-			return err
-		}
+	err := withLock(ctx, pool, lockKey("skipjack:schema:"+schema), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 			return err
 		}

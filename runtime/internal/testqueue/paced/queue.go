@@ -40,7 +40,7 @@ var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.paced", MaxAttempts: 25,
 	BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: time.Minute, Lease: 30 * time.Second,
 	RetainFailed: 720 * time.Hour,
-	RateCount:    50, RatePer: time.Second,
+	RateCount:    50, RatePer: 1099 * time.Millisecond,
 }
 
 // queue runs this package's functions on the queue's sqlc queries.

@@ -27,7 +27,7 @@ INSERT INTO "skipjack"."paced" ("payload", "priority", "run_at", "trace") VALUES
 SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 
 -- name: Claim :many
--- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms in the queues table, the window counted as 105 of them: 5% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+-- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms, a hundredth of the declared window rounded up, in the queues table; the window counted as the last 105 of them, so a start stays counted for more than 104 slots: at least 4% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 WITH args AS (
     -- The parameters, in the order of the unlimited Claim's.
     SELECT sqlc.arg(lease)::interval AS "lease", sqlc.arg(worker)::text AS "worker", sqlc.arg(max)::integer AS "max"
@@ -39,6 +39,7 @@ WITH args AS (
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 ), allowance AS (
     SELECT greatest(0, least((SELECT "max" FROM args),
         10000000 - coalesce((SELECT sum("n") FROM recent), 0)::integer)) AS "n"
@@ -89,6 +90,7 @@ WITH clock AS (
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 )
 SELECT
     EXISTS (SELECT FROM "skipjack"."paced" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,

@@ -91,6 +91,7 @@ WITH args AS (
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 ), allowance AS (
     SELECT greatest(0, least((SELECT "max" FROM args),
         10000000 - coalesce((SELECT sum("n") FROM recent), 0)::integer)) AS "n"
@@ -143,7 +144,7 @@ type ClaimRow struct {
 	Trace       []byte
 }
 
-// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms in the queues table, the window counted as 105 of them: 5% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms, a hundredth of the declared window rounded up, in the queues table; the window counted as the last 105 of them, so a start stays counted for more than 104 slots: at least 4% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
@@ -525,6 +526,7 @@ WITH clock AS (
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 )
 SELECT
     EXISTS (SELECT FROM "skipjack"."paced" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,

@@ -27,18 +27,19 @@ INSERT INTO "skipjack"."paced" ("payload", "priority", "run_at", "trace") VALUES
 SELECT (now() + sqlc.arg(delay)::interval)::timestamptz AS at;
 
 -- name: Claim :many
--- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 50 were claimed in the rate window (logged in slots of 10ms in the queues table, the window counted as 105 of them: 5% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+-- Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 50 were claimed in the rate window (logged in slots of 11ms, a hundredth of the declared window rounded up, in the queues table; the window counted as the last 105 of them, so a start stays counted for more than 104 slots: at least 4% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 WITH args AS (
     -- The parameters, in the order of the unlimited Claim's.
     SELECT sqlc.arg(lease)::interval AS "lease", sqlc.arg(worker)::text AS "worker", sqlc.arg(max)::integer AS "max"
 ), clock AS (
-    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 11)::bigint AS "slot"
 ), recent AS (
     SELECT s."slot", s."n"
     FROM "skipjack"."_skipjack_queues" AS q
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 ), allowance AS (
     SELECT greatest(0, least((SELECT "max" FROM args),
         50 - coalesce((SELECT sum("n") FROM recent), 0)::integer)) AS "n"
@@ -82,20 +83,21 @@ SELECT pg_advisory_xact_lock(-6242729897296398798), set_config('enable_seqscan',
 -- name: Headroom :one
 -- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).
 WITH clock AS (
-    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 11)::bigint AS "slot"
 ), recent AS (
     SELECT s."slot", s."n"
     FROM "skipjack"."_skipjack_queues" AS q
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 )
 SELECT
     EXISTS (SELECT FROM "skipjack"."paced" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
     (SELECT count(*) FROM "skipjack"."paced" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
     coalesce((
         SELECT CASE WHEN sum("n") >= 50
-               THEN greatest(0, (min("slot") + 105) * 10 - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+               THEN greatest(0, (min("slot") + 105) * 11 - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
                ELSE 0 END
         FROM recent
     ), 0)::bigint AS rate_wait_ms;

@@ -84,13 +84,14 @@ WITH args AS (
     -- The parameters, in the order of the unlimited Claim's.
     SELECT $1::interval AS "lease", $2::text AS "worker", $3::integer AS "max"
 ), clock AS (
-    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 11)::bigint AS "slot"
 ), recent AS (
     SELECT s."slot", s."n"
     FROM "skipjack"."_skipjack_queues" AS q
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 ), allowance AS (
     SELECT greatest(0, least((SELECT "max" FROM args),
         50 - coalesce((SELECT sum("n") FROM recent), 0)::integer)) AS "n"
@@ -143,7 +144,7 @@ type ClaimRow struct {
 	Trace       []byte
 }
 
-// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 50 were claimed in the rate window (logged in slots of 10ms in the queues table, the window counted as 105 of them: 5% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+// Claim marks up to max due pending jobs running under a lease, skipping rows other claims hold; a paused queue claims nothing. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 50 were claimed in the rate window (logged in slots of 11ms, a hundredth of the declared window rounded up, in the queues table; the window counted as the last 105 of them, so a start stays counted for more than 104 slots: at least 4% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
 func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {
 	rows, err := q.db.Query(ctx, claim, lease, worker, max)
 	if err != nil {
@@ -518,20 +519,21 @@ func (q *Queries) Gone(ctx context.Context, worker string) error {
 
 const headroom = `-- name: Headroom :one
 WITH clock AS (
-    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 11)::bigint AS "slot"
 ), recent AS (
     SELECT s."slot", s."n"
     FROM "skipjack"."_skipjack_queues" AS q
     CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
     CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
     WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
 )
 SELECT
     EXISTS (SELECT FROM "skipjack"."paced" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
     (SELECT count(*) FROM "skipjack"."paced" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
     coalesce((
         SELECT CASE WHEN sum("n") >= 50
-               THEN greatest(0, (min("slot") + 105) * 10 - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+               THEN greatest(0, (min("slot") + 105) * 11 - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)
                ELSE 0 END
         FROM recent
     ), 0)::bigint AS rate_wait_ms
