@@ -24,12 +24,15 @@ var errTimeout = errors.New("skipjack: handler timeout")
 //
 // Without a group budget, a handler that finished a job takes the next
 // one under the same lock (pop with finished set): a quick job costs one
-// lock of the run fewer. With one, it waits for a token between the two.
+// lock of the run fewer. With one, it waits for a token between the two,
+// unless the jobs came with their tokens (prepaid): it then gives each
+// job's token back once the job is done.
 func (r *runner[T]) handlerLoop() {
 	defer r.handlerGroup.Done()
-	finished := false // this goroutine's last job is still counted busy
+	finished := false                    // this goroutine's last job is still counted busy
+	ask := r.budget != nil && !r.prepaid // a token per job, asked for here
 	for {
-		if r.budget != nil {
+		if ask {
 			if finished && !r.handlerNext() {
 				return
 			}
@@ -42,7 +45,7 @@ func (r *runner[T]) handlerLoop() {
 		e, ctx, ok := r.pop(finished)
 		finished = true
 		if !ok {
-			if r.budget != nil {
+			if ask {
 				r.budget.Release()
 			}
 			return

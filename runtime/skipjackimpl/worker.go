@@ -103,6 +103,7 @@ func (w *Worker[T]) runIn(ctx context.Context, budget *link.Budget) error {
 	r := newRunner(w)
 	if budget != nil {
 		r.budget, r.member = budget, budget.Join()
+		r.prepaid = w.spec.limited()
 	}
 	return r.run(ctx)
 }
@@ -137,6 +138,16 @@ type runner[T any] struct {
 	// outside skipjack.RunGroup), in which it is member number member.
 	budget *link.Budget
 	member int
+	// prepaid is set for a queue with limits in a group: a claimed job
+	// counts against the queue's limits in every process (it holds a slot
+	// of its concurrency limit, its claim used up the rate window), so the
+	// worker takes the budget's tokens before it claims, claims no more
+	// jobs than it got tokens, and every job in queue holds one token until
+	// its handler returns (or the job is let go unstarted). Without that,
+	// jobs claimed while other queues held the budget sat running without
+	// a handler, holding the limit that other processes could have used,
+	// and started in a burst past the rate once the budget freed.
+	prepaid bool
 
 	hooks    *hookCaller[T]
 	results  *completer[T]
@@ -351,9 +362,13 @@ func statementTimeout(lease time.Duration) time.Duration {
 }
 
 // takeQueuedLocked empties the prefetched queue and returns the jobs in it
-// whose leases are not lost, marked as being settled, for releaseQueued;
-// r.mu must be held.
+// whose leases are not lost, marked as being settled, for releaseQueued,
+// giving back the budget tokens they held (see prepaid); r.mu must be
+// held.
 func (r *runner[T]) takeQueuedLocked() []*entry[T] {
+	if r.prepaid {
+		r.budget.ReleaseN(len(r.queue))
+	}
 	var out []*entry[T]
 	for _, e := range r.queue {
 		r.inflight--
