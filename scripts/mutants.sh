@@ -65,6 +65,9 @@ mutants=(
   "completetx-not-recorded :: skipjackimpl/completer.go :: s/^\tackedInTx(job.ID, job)$/\t_ = job/ :: TestCompleteTx$ :: ."
   "rescues-never-reset :: internal/testqueue/fast/internal/db/queries.sql.go :: s/\"rescues\" = CASE WHEN locked.outcome = 'release' THEN t.\"rescues\" ELSE 0 END,// :: TestSuspectCountResets :: ."
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
+  # Issue 40: flow control inside RunGroup, cancel and pause of prefetched jobs.
+  "group-limited-claims-before-budget :: skipjackimpl/worker.go :: s/r.prepaid = w.spec.limited()/r.prepaid = false/ :: TestGroupRateLimitClaimsOnlyWhatStarts|TestGroupConcurrencyLimitLeavesJobsToOthers :: ."
+  "budget-acquire-up-to-takes-one :: internal/link/budget.go :: s/extra = min(b.free, n-1)/extra = 0/ :: TestBudgetAcquireUpTo :: ./internal/link"
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go
