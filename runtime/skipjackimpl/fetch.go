@@ -319,6 +319,9 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 			return claimResult{limit: reserved}
 		}
 	}
+	r.mu.Lock()
+	pauses := r.pauses
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
 	var buf []ClaimedRow
@@ -362,12 +365,15 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	for i := range rows {
 		e := &entries[i]
 		e.row = rows[i]
+		e.checkedAt = start
 		newJob(e)
 		e.decodeErr = decode(r.log, e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()
 	r.asked -= reserved
-	if r.stopped {
+	if r.stopped || r.pauses != pauses {
+		// Stopped, or paused (the claim may have read the queue before
+		// the pause): the jobs go back at once.
 		r.inflight -= reserved
 		r.mu.Unlock()
 		if r.prepaid {
