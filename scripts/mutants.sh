@@ -68,6 +68,12 @@ mutants=(
   # Issue 40: flow control inside RunGroup, cancel and pause of prefetched jobs.
   "group-limited-claims-before-budget :: skipjackimpl/worker.go :: s/r.prepaid = w.spec.limited()/r.prepaid = false/ :: TestGroupRateLimitClaimsOnlyWhatStarts|TestGroupConcurrencyLimitLeavesJobsToOthers :: ."
   "budget-acquire-up-to-takes-one :: internal/link/budget.go :: s/extra = min(b.free, n-1)/extra = 0/ :: TestBudgetAcquireUpTo :: ./internal/link"
+  "cancel-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, noteCancel)/err = nil/ :: TestCancelReachesPrefetchedAtOnce :: ."
+  "cancel-note-only-wakes :: skipjackimpl/listener.go :: s/^\t\treturn s.cancelled$/\t\treturn s.wake/ :: TestCancelReachesPrefetchedAtOnce :: ."
+  "cancelled-prefetched-kept-until-slot-frees :: skipjackimpl/heartbeat.go :: s/^\t\t\tdrop = true$/\t\t\t_ = e/ :: TestCancelReachesPrefetchedAtOnce :: ."
+  "no-recheck-before-start :: skipjackimpl/operator.go :: s/^const recheckAfter = time.Second$/const recheckAfter = time.Hour/ :: TestCancelPrefetchedPollOnly :: ."
+  "pause-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, notePause)/err = nil/ :: TestPauseStopsPrefetched :: ."
+  "pause-keeps-prefetched :: skipjackimpl/operator.go :: s/^\tqueued := r.takeQueuedLocked()$/\tqueued := []*entry[T](nil)/ :: TestPauseStopsPrefetched :: ."
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go
