@@ -108,7 +108,7 @@ feature_mutants=(
   "stats-scheduled-counted-pending :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS pending/WHERE \"state\" = 'pending') AS pending/ :: TestStatsCounts :: ."
   "cli-stats-columns-swapped :: ../cmd/skipjack/stats.go :: s/r.Running, r.Completed, r.Failed/r.Completed, r.Running, r.Failed/ :: TestPrintStats :: ../cmd/skipjack"
   "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
-  "tableadmin-cancel-not-notified :: ../internal/tableadmin/tableadmin.go :: s/err = a.tellWorkers(ctx, noteCancel)/err = nil/ :: TestCancelAndPauseNotifyWorkers :: ../internal/tableadmin"
+  "tableadmin-cancel-not-notified :: ../cmd/skipjack/internal/tableadmin/tableadmin.go :: s/err = a.tellWorkers(ctx, noteCancel)/err = nil/ :: TestCancelAndPauseNotifyWorkers :: ../cmd/skipjack/internal/tableadmin"
   "cli-ui-allowed-host-dropped :: ../cmd/skipjack/ui.go :: s/AllowedHosts: append(listenName(o.listen, ln.Addr()), o.allowedHosts...),/AllowedHosts: listenName(o.listen, ln.Addr()),/ :: TestUIAllowedHost :: ../cmd/skipjack"
   "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
   "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."

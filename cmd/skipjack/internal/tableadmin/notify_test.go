@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
+	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 	"github.com/skipjack-dev/skipjack/generator"
 	"github.com/skipjack-dev/skipjack/generator/config"
-	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 )
 
 // TestCancelAndPauseNotifyWorkers checks that the CLI's and the
