@@ -22,6 +22,8 @@ type QueueSQL struct {
 	Schedules []config.Schedule
 	// Unique is the queue's unique key, or nil.
 	Unique *config.Unique
+	// Channel is the queue's NOTIFY channel, or "" with notify: false.
+	Channel string
 }
 
 // QueueSQLs returns the SQL of every live queue of cfg, in YAML order.
@@ -33,7 +35,7 @@ func QueueSQLs(cfg *config.Config) ([]QueueSQL, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule, Unique: qm.cfg.Unique})
+		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule, Unique: qm.cfg.Unique, Channel: qm.table.Channel()})
 	}
 	return out, nil
 }

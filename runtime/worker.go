@@ -83,7 +83,10 @@ type GroupConfig struct {
 // workers have jobs waiting go to those workers in turn, one slot each, so a
 // queue with a deep backlog cannot starve a quiet one. Jobs a worker
 // claimed wait for a slot prefetched (their leases renewed), so give each
-// worker a Concurrency no larger than it needs.
+// worker a Concurrency no larger than it needs. A worker of a queue with
+// limits (limits.concurrency or limits.rate) claims only as many jobs as
+// it holds free slots for, so its claimed jobs never hold the queue's
+// limits (which count across processes) while they wait.
 //
 // If a worker's Run fails (it was already running, say, or the database
 // lacks its migrations), RunGroup stops the others and returns the errors

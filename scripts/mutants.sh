@@ -68,6 +68,15 @@ mutants=(
   # holds a snapshot that the holder's concurrent index build waits for.
   "migrate-lock-waited-in-statement :: skipjackimpl/migrate.go :: s/\"SELECT pg_try_advisory_xact_lock(\$1)\"/\"SELECT true FROM pg_advisory_xact_lock(\$1)\"/ :: TestMigratorsWaitingBesideLiveUnits :: ."
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
+  # Issue 40: flow control inside RunGroup, cancel and pause of prefetched jobs.
+  "group-limited-claims-before-budget :: skipjackimpl/worker.go :: s/r.prepaid = w.spec.limited()/r.prepaid = false/ :: TestGroupRateLimitClaimsOnlyWhatStarts|TestGroupConcurrencyLimitLeavesJobsToOthers :: ."
+  "budget-acquire-up-to-takes-one :: internal/link/budget.go :: s/extra = min(b.free, n-1)/extra = 0/ :: TestBudgetAcquireUpTo :: ./internal/link"
+  "cancel-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, noteCancel)/err = nil/ :: TestCancelReachesPrefetchedAtOnce :: ."
+  "cancel-note-only-wakes :: skipjackimpl/listener.go :: s/^\t\treturn s.cancelled$/\t\treturn s.wake/ :: TestCancelReachesPrefetchedAtOnce :: ."
+  "cancelled-prefetched-kept-until-slot-frees :: skipjackimpl/heartbeat.go :: s/^\t\t\tdrop = true$/\t\t\t_ = e/ :: TestCancelReachesPrefetchedAtOnce :: ."
+  "no-recheck-before-start :: skipjackimpl/operator.go :: s/^const recheckAfter = time.Second$/const recheckAfter = time.Hour/ :: TestCancelPrefetchedPollOnly :: ."
+  "pause-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, notePause)/err = nil/ :: TestPauseStopsPrefetched :: ."
+  "pause-keeps-prefetched :: skipjackimpl/operator.go :: s/^\tqueued := r.takeQueuedLocked()$/\tqueued := []*entry[T](nil)/ :: TestPauseStopsPrefetched :: ."
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go
@@ -102,6 +111,7 @@ feature_mutants=(
   "stats-scheduled-counted-pending :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS pending/WHERE \"state\" = 'pending') AS pending/ :: TestStatsCounts :: ."
   "cli-stats-columns-swapped :: ../cmd/skipjack/stats.go :: s/r.Running, r.Completed, r.Failed/r.Completed, r.Running, r.Failed/ :: TestPrintStats :: ../cmd/skipjack"
   "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
+  "tableadmin-cancel-not-notified :: ../cmd/skipjack/internal/tableadmin/tableadmin.go :: s/err = a.tellWorkers(ctx, noteCancel)/err = nil/ :: TestCancelAndPauseNotifyWorkers :: ../cmd/skipjack/internal/tableadmin"
   "cli-ui-allowed-host-dropped :: ../cmd/skipjack/ui.go :: s/AllowedHosts: append(listenName(o.listen, ln.Addr()), o.allowedHosts...),/AllowedHosts: listenName(o.listen, ln.Addr()),/ :: TestUIAllowedHost :: ../cmd/skipjack"
   "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
   "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."

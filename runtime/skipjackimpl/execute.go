@@ -24,12 +24,15 @@ var errTimeout = errors.New("skipjack: handler timeout")
 //
 // Without a group budget, a handler that finished a job takes the next
 // one under the same lock (pop with finished set): a quick job costs one
-// lock of the run fewer. With one, it waits for a token between the two.
+// lock of the run fewer. With one, it waits for a token between the two,
+// unless the jobs came with their tokens (prepaid): it then gives each
+// job's token back once the job is done.
 func (r *runner[T]) handlerLoop() {
 	defer r.handlerGroup.Done()
-	finished := false // this goroutine's last job is still counted busy
+	finished := false                    // this goroutine's last job is still counted busy
+	ask := r.budget != nil && !r.prepaid // a token per job, asked for here
 	for {
-		if r.budget != nil {
+		if ask {
 			if finished && !r.handlerNext() {
 				return
 			}
@@ -39,19 +42,24 @@ func (r *runner[T]) handlerLoop() {
 				return
 			}
 		}
-		e, ctx, ok := r.pop(finished)
+		e, ctx, check, ok := r.pop(finished)
 		finished = true
 		if !ok {
-			if r.budget != nil {
+			if ask {
 				r.budget.Release()
 			}
 			return
 		}
+		if check != nil {
+			r.recheck(check)
+			e, ctx = r.startChecked(e)
+		}
 		switch {
 		case e == nil:
 		case ctx == nil:
-			// Cancelled by an operator before it started: it never
-			// starts, and the database fails it as cancelled.
+			// Cancelled by an operator (or the worker stopped) before it
+			// started: it never starts. Released, it goes back to
+			// pending, or ends failed "cancelled" when it was cancelled.
 			r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Action: ActionRelease}, false)
 		default:
 			r.admit(ctx, e)
@@ -118,14 +126,18 @@ func (r *runner[T]) handlerGone() {
 // cancelled while it was prefetched comes without a context: it must not
 // start. With finished set, the goroutine's previous job first stops
 // counting as busy (see handlerNext).
-func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, ok bool) {
+//
+// A job whose cancel state the run last read recheckAfter or more ago
+// comes without a context and with check: the jobs to recheck first (it
+// and every queued job as stale), after which startChecked starts it.
+func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, check []*entry[T], ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if finished {
 		r.busy--
 	}
 	if r.retireIdleLocked() {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	r.busy++
 	e := r.queue[0]
@@ -134,11 +146,24 @@ func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, ok bool)
 	if e.lost.Load() {
 		r.inflight--
 		signal(r.capacityFreed)
-		return nil, nil, true
+		return nil, nil, nil, true
 	}
 	if e.cancelled {
-		return e, nil, true
+		return e, nil, nil, true
 	}
+	if now := time.Now(); now.Sub(e.checkedAt) >= recheckAfter {
+		check = r.staleQueuedLocked(now, append(check, e))
+		r.startHandlersLocked()
+		return e, nil, check, true
+	}
+	ctx := r.startLocked(e)
+	r.startHandlersLocked()
+	return e, ctx, nil, true
+}
+
+// startLocked creates the handler context of e, which starts now; r.mu
+// must be held.
+func (r *runner[T]) startLocked(e *entry[T]) context.Context {
 	// The parent cannot be cancelled, so the job's context is not
 	// registered in it (a shared lock and map per job); shutdown cancels
 	// running jobs one by one instead (cancelRunning).
@@ -150,8 +175,7 @@ func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, ok bool)
 		// starts after its isolation wait.
 		r.timeouts.startLocked(e)
 	}
-	r.startHandlersLocked()
-	return e, ctx, true
+	return ctx
 }
 
 // execute runs one job's handler and records its result.

@@ -188,7 +188,7 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				}
 				inTurn := crowded && r.cfg.BatchSize >= turnMinClaim && !time.Now().Before(turnsOffUntil)
 				r.claims.Go(func() {
-					results <- r.claim(limit, inTurn)
+					results <- r.claim(limit, inTurn, ctx.Done())
 				})
 				continue
 			}
@@ -303,7 +303,25 @@ func (r *runner[T]) reserve() int {
 // and the lowest and highest of their ids (fetchLoop tells from them
 // whether other processes claim the queue too). With inTurn, the claim
 // takes turns with the other processes' claims (see claimBatch).
-func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
+//
+// A prepaid claim first waits for at least one of its group's budget
+// tokens, and for as many as are free up to limit, and claims only that
+// many jobs; it gives back the tokens it did not use, and returns nothing
+// when stop is closed while it waits.
+func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimResult {
+	reserved := limit
+	if r.prepaid {
+		if limit = r.budget.AcquireUpTo(r.member, reserved, stop); limit == 0 {
+			r.mu.Lock()
+			r.asked -= reserved
+			r.inflight -= reserved
+			r.mu.Unlock()
+			return claimResult{limit: reserved}
+		}
+	}
+	r.mu.Lock()
+	pauses := r.pauses
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
 	var buf []ClaimedRow
@@ -347,14 +365,20 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 	for i := range rows {
 		e := &entries[i]
 		e.row = rows[i]
+		e.checkedAt = start
 		newJob(e)
 		e.decodeErr = decode(r.log, e.row.Payload, &e.job.Payload)
 	}
 	r.mu.Lock()
-	r.asked -= limit
-	if r.stopped {
-		r.inflight -= limit
+	r.asked -= reserved
+	if r.stopped || r.pauses != pauses {
+		// Stopped, or paused (the claim may have read the queue before
+		// the pause): the jobs go back at once.
+		r.inflight -= reserved
 		r.mu.Unlock()
+		if r.prepaid {
+			r.budget.ReleaseN(limit)
+		}
 		es := make([]*entry[T], len(entries))
 		for i := range entries {
 			es[i] = &entries[i]
@@ -376,7 +400,10 @@ func (r *runner[T]) claim(limit int, inTurn bool) claimResult {
 		r.held[e.row.ID] = e
 		r.queue = append(r.queue, e)
 	}
-	r.inflight -= limit - len(rows)
+	r.inflight -= reserved - len(rows)
+	if r.prepaid {
+		r.budget.ReleaseN(limit - len(rows))
+	}
 	r.startHandlersLocked()
 	r.mu.Unlock()
 	runAll(ends)

@@ -48,6 +48,7 @@ func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
 // it was alive): their handlers' contexts are cancelled with
 // skipjack.ErrLeaseLost and their results are dropped.
 func (r *runner[T]) heartbeat(timeout time.Duration) error {
+	now := time.Now()
 	r.mu.Lock()
 	es := make([]*entry[T], 0, len(r.held))
 	for _, e := range r.held {
@@ -55,14 +56,21 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		// transaction: its row is locked (or gone) until that commits or
 		// rolls back, so there is nothing to renew.
 		if !e.lost.Load() && !e.txAcked.Load() {
+			e.checkedAt = now
 			es = append(es, e)
 		}
 	}
 	r.mu.Unlock()
+	return r.renew(es, timeout)
+}
+
+// renew runs one heartbeat statement over es (held jobs, none lost or
+// acknowledged by CompleteTx) and acts on what it reports: cancels (see
+// cancelJobs) and jobs this run no longer owns.
+func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 	if len(es) == 0 {
 		return nil
 	}
-
 	ids, claims := idsAndClaims(es)
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
 	kept, cancelled, err := r.store.Heartbeat(ctx, ids, claims, r.spec.Lease)
@@ -104,10 +112,11 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 // cancelJobs acts on the jobs an operator cancelled: running handlers are
 // cancelled with cause skipjack.ErrCancelled (their results then fail the
 // jobs: the database does so whatever the handler returns), and prefetched
-// jobs are marked so that they never start.
+// jobs are marked so that they never start, and given back at once
+// (released, they end failed "cancelled"), which frees their slots.
 func (r *runner[T]) cancelJobs(ids []int64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	drop := false
 	for _, id := range ids {
 		e := r.held[id]
 		switch {
@@ -116,7 +125,17 @@ func (r *runner[T]) cancelJobs(ids []int64) {
 			e.cancel(skipjack.ErrCancelled)
 		case e.startedAt.IsZero():
 			e.cancelled = true
+			drop = true
 		}
+	}
+	var out []*entry[T]
+	if drop {
+		out = r.takeCancelledLocked()
+	}
+	r.mu.Unlock()
+	if len(out) > 0 {
+		signal(r.capacityFreed)
+		r.releaseQueued(out)
 	}
 }
 

@@ -50,10 +50,42 @@ type listener struct {
 	waitCancel context.CancelFunc // interrupts the current wait, or nil
 }
 
-// subscription is one worker's interest in one channel.
+// Notification payloads. An insert's NOTIFY carries none: it wakes the
+// fetchers. An operator's Cancel and Pause carry one of these, so that the
+// workers act on the jobs they hold at once, not at their next heartbeat.
+const (
+	noteCancel = "cancel"
+	notePause  = "pause"
+)
+
+// subscription is one worker's interest in one channel. Each channel
+// holds one coalesced signal.
 type subscription struct {
-	channel string
-	wake    chan struct{}
+	channel   string
+	wake      chan struct{} // jobs were inserted or resumed, or the listener (re)connected
+	cancelled chan struct{} // an operator cancelled jobs of the queue, or the listener (re)connected
+	paused    chan struct{} // an operator paused the queue
+}
+
+// newSubscription returns a subscription to channel.
+func newSubscription(channel string) *subscription {
+	return &subscription{
+		channel:   channel,
+		wake:      make(chan struct{}, 1),
+		cancelled: make(chan struct{}, 1),
+		paused:    make(chan struct{}, 1),
+	}
+}
+
+// signalFor returns the signal a notification with payload raises.
+func (s *subscription) signalFor(payload string) chan struct{} {
+	switch payload {
+	case noteCancel:
+		return s.cancelled
+	case notePause:
+		return s.paused
+	}
+	return s.wake
 }
 
 // startListener starts the listener of the database config connects to;
@@ -109,8 +141,8 @@ func (l *listener) remove(s *subscription) bool {
 }
 
 // wake signals every subscriber of channel, or of every channel when
-// channel is "".
-func (l *listener) wake(channel string) {
+// channel is "", as a notification with payload does.
+func (l *listener) wake(channel, payload string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for ch, set := range l.subs {
@@ -118,12 +150,19 @@ func (l *listener) wake(channel string) {
 			continue
 		}
 		for s := range set {
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
+			signal(s.signalFor(payload))
 		}
 	}
+}
+
+// caughtUp signals the subscribers of channel (of every channel when
+// channel is "") whose notifications may have been lost while the
+// listener was not listening: their fetchers claim, and their workers
+// check for cancels. A lost pause is not replayed: nothing says whether
+// one was sent, and claims see it anyway.
+func (l *listener) caughtUp(channel string) {
+	l.wake(channel, "")
+	l.wake(channel, noteCancel)
 }
 
 // run keeps a listening connection open until ctx is cancelled.
@@ -194,7 +233,7 @@ func (l *listener) session(ctx context.Context, bo *loopBackoff) error {
 
 		switch {
 		case n != nil:
-			l.wake(n.Channel)
+			l.wake(n.Channel, n.Payload)
 		case ctx.Err() != nil:
 			return nil
 		case err != nil && conn.IsClosed():
@@ -245,11 +284,11 @@ func (l *listener) sync(ctx context.Context, conn *pgx.Conn, listening map[strin
 		delete(listening, ch)
 	}
 	if all {
-		l.wake("")
+		l.caughtUp("")
 		return nil
 	}
 	for _, ch := range added {
-		l.wake(ch)
+		l.caughtUp(ch)
 	}
 	return nil
 }

@@ -149,12 +149,13 @@ func ackedInTx(id int64, job any) bool {
 }
 
 // subscribe registers interest in channel on the listener of o's
-// database, starting the listener if needed. The returned channel receives
-// a value (coalesced) whenever channel is notified and after every
-// (re)connect; unsubscribe must be called exactly once and returns after
-// the listener's goroutine has ended if this was its last subscriber.
-func (o *owner) subscribe(channel string, log *slog.Logger) (<-chan struct{}, func()) {
-	s := &subscription{channel: channel, wake: make(chan struct{}, 1)}
+// database, starting the listener if needed. The subscription's signals
+// receive a value (coalesced) whenever channel is notified (see
+// subscription) and after every (re)connect; unsubscribe must be called
+// exactly once and returns after the listener's goroutine has ended if
+// this was its last subscriber.
+func (o *owner) subscribe(channel string, log *slog.Logger) (*subscription, func()) {
+	s := newSubscription(channel)
 	registry.mu.Lock()
 	l := registry.listeners[o.key()]
 	if l == nil {
@@ -165,7 +166,7 @@ func (o *owner) subscribe(channel string, log *slog.Logger) (<-chan struct{}, fu
 	registry.mu.Unlock()
 
 	var once sync.Once
-	return s.wake, func() {
+	return s, func() {
 		once.Do(func() {
 			registry.mu.Lock()
 			last := l.remove(s)
@@ -187,7 +188,7 @@ func (o *owner) wakeLocal(channel string) {
 	l := registry.listeners[o.key()]
 	registry.mu.Unlock()
 	if l != nil {
-		l.wake(channel)
+		l.wake(channel, "")
 	}
 }
 

@@ -309,24 +309,48 @@ func (q *Queue[P]) Retry(ctx context.Context, db DBTX, ids ...int64) (int64, err
 	return n, nil
 }
 
-// Cancel fails pending jobs as cancelled and has the workers of running
-// ones cancel their handlers' contexts (cause skipjack.ErrCancelled) within
-// a heartbeat interval; those jobs end failed, not retried. It returns how
-// many jobs changed.
+// Cancel fails pending jobs as cancelled and has the workers of claimed
+// ones act on it: a running handler's context is cancelled (cause
+// skipjack.ErrCancelled), a prefetched job never starts; those jobs end
+// failed, not retried. Workers that listen for the queue's notifications
+// learn of it at once (in db's transaction, at its commit), the others
+// before a prefetched job starts and at their next heartbeat. It returns
+// how many jobs changed.
 func (q *Queue[P]) Cancel(ctx context.Context, db DBTX, ids ...int64) (int64, error) {
 	n, err := q.bind(db).cancel(ctx, ids)
+	if err == nil && n > 0 {
+		err = q.tellWorkers(ctx, db, noteCancel)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("cancel %s jobs: %w", q.spec.Name, err)
 	}
 	return n, nil
 }
 
-// Pause stops every process from claiming the queue's jobs until Resume:
-// its jobs stay pending, enqueueing still works and jobs already claimed
-// run on. Workers see it at their next claim.
+// Pause stops every process from starting the queue's jobs until Resume:
+// its jobs stay pending, enqueueing still works and jobs whose handlers
+// run finish. Workers that listen for the queue's notifications give
+// back the jobs they prefetched at once (in db's transaction, at its
+// commit); every worker claims nothing more.
 func (q *Queue[P]) Pause(ctx context.Context, db DBTX) error {
-	if err := q.bind(db).pause(ctx); err != nil {
+	err := q.bind(db).pause(ctx)
+	if err == nil {
+		err = q.tellWorkers(ctx, db, notePause)
+	}
+	if err != nil {
 		return fmt.Errorf("pause %s: %w", q.spec.Name, err)
+	}
+	return nil
+}
+
+// tellWorkers notifies the queue's workers of an operator's act (see
+// operator.go), unless the queue sends no notifications.
+func (q *Queue[P]) tellWorkers(ctx context.Context, db DBTX, note string) error {
+	if q.spec.Channel == "" {
+		return nil
+	}
+	if _, err := db.Exec(ctx, "SELECT pg_notify($1, $2)", q.spec.Channel, note); err != nil {
+		return fmt.Errorf("notify workers: %w", err)
 	}
 	return nil
 }

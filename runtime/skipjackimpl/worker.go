@@ -103,6 +103,7 @@ func (w *Worker[T]) runIn(ctx context.Context, budget *link.Budget) error {
 	r := newRunner(w)
 	if budget != nil {
 		r.budget, r.member = budget, budget.Join()
+		r.prepaid = w.spec.limited()
 	}
 	return r.run(ctx)
 }
@@ -137,6 +138,16 @@ type runner[T any] struct {
 	// outside skipjack.RunGroup), in which it is member number member.
 	budget *link.Budget
 	member int
+	// prepaid is set for a queue with limits in a group: a claimed job
+	// counts against the queue's limits in every process (it holds a slot
+	// of its concurrency limit, its claim used up the rate window), so the
+	// worker takes the budget's tokens before it claims, claims no more
+	// jobs than it got tokens, and every job in queue holds one token until
+	// its handler returns (or the job is let go unstarted). Without that,
+	// jobs claimed while other queues held the budget sat running without
+	// a handler, holding the limit that other processes could have used,
+	// and started in a burst past the rate once the budget freed.
+	prepaid bool
 
 	hooks    *hookCaller[T]
 	results  *completer[T]
@@ -154,6 +165,7 @@ type runner[T any] struct {
 	inflight int                 // prefetched + running + asked
 	asked    int                 // capacity reserved by claims in flight (see reserve)
 	stopped  bool                // no job starts any more
+	pauses   int                 // pause notices so far: a claim in flight across one gives its jobs back
 	timeouts *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
 
 	// Handler goroutines (startHandlersLocked), guarded by mu.
@@ -165,6 +177,8 @@ type runner[T any] struct {
 	capacityFreed chan struct{}     // to the fetcher: held jobs were let go, or a due time was noted
 	claimable     chan struct{}     // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
 	wake          <-chan struct{}   // to the fetcher: the queue was notified; nil when polling only
+	cancelsNoted  <-chan struct{}   // to the operator loop: an operator cancelled jobs of the queue; nil when polling only
+	pauseNoted    <-chan struct{}   // to the operator loop: an operator paused the queue; nil when polling only
 	stopHandlers  chan struct{}     // closed when no job starts any more
 	handlerBase   context.Context   // parent of handler contexts: Run's values, never cancelled
 	claims        sync.WaitGroup    // claim statements in flight
@@ -182,6 +196,7 @@ type entry[T any] struct {
 	abandoned bool                    // the handler overran timeout + lease; its abandonment is written, its own result dropped
 	doubted   bool                    // the handler was cancelled because the worker could not prove it is alive
 	cancelled bool                    // an operator cancelled the job before its handler started: it never starts
+	checkedAt time.Time               // when the run last read whether the job was cancelled (its claim, a heartbeat); guarded by r.mu
 	res       Resolution              // the outcome when it is not completion; the completer's
 	// lost is set when another attempt owns the job (the database said
 	// so): drop everything. settling is set while the job is inside an
@@ -286,7 +301,9 @@ func (r *runner[T]) run(ctx context.Context) error {
 
 	unsubscribe := func() {}
 	if r.spec.Channel != "" && !r.cfg.PollOnly {
-		r.wake, unsubscribe = r.owner.subscribe(r.spec.Channel, r.cfg.Logger)
+		var sub *subscription
+		sub, unsubscribe = r.owner.subscribe(r.spec.Channel, r.cfg.Logger)
+		r.wake, r.cancelsNoted, r.pauseNoted = sub.wake, sub.cancelled, sub.paused
 	}
 	defer unsubscribe()
 
@@ -299,6 +316,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	background.Go(func() { r.heartbeatLoop(stopBackground) })
 	background.Go(func() { r.leaseWatchLoop(stopBackground) })
 	background.Go(func() { r.timeouts.loop(stopBackground) })
+	background.Go(func() { r.operatorLoop(stopBackground) })
 	background.Go(func() { maint.loop(stopBackground) })
 	if len(r.spec.Schedules) > 0 && r.w.slots != nil {
 		background.Go(func() { maint.scheduleLoop(stopBackground) })
@@ -351,9 +369,13 @@ func statementTimeout(lease time.Duration) time.Duration {
 }
 
 // takeQueuedLocked empties the prefetched queue and returns the jobs in it
-// whose leases are not lost, marked as being settled, for releaseQueued;
-// r.mu must be held.
+// whose leases are not lost, marked as being settled, for releaseQueued,
+// giving back the budget tokens they held (see prepaid); r.mu must be
+// held.
 func (r *runner[T]) takeQueuedLocked() []*entry[T] {
+	if r.prepaid {
+		r.budget.ReleaseN(len(r.queue))
+	}
 	var out []*entry[T]
 	for _, e := range r.queue {
 		r.inflight--

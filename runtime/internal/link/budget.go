@@ -60,6 +60,33 @@ func (b *Budget) Acquire(member int, stop <-chan struct{}) bool {
 	return false
 }
 
+// AcquireUpTo takes between 1 and n tokens for member: it waits for the
+// first as Acquire does, then takes as many more as are free, up to n,
+// unless other members wait (their turn comes first). It returns 0,
+// holding no token, when n < 1 or stop is closed first. A worker whose
+// claims count against a queue's limits takes its tokens this way before
+// it claims, so that it claims only jobs that can start at once.
+func (b *Budget) AcquireUpTo(member, n int, stop <-chan struct{}) int {
+	if n < 1 || !b.Acquire(member, stop) {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	extra := 0
+	if b.queued == 0 {
+		extra = min(b.free, n-1)
+	}
+	b.free -= extra
+	return 1 + extra
+}
+
+// ReleaseN gives n tokens back, each as Release does.
+func (b *Budget) ReleaseN(n int) {
+	for range n {
+		b.Release()
+	}
+}
+
 // Release gives a token back: to the next waiting member in turn, or to
 // the free tokens.
 func (b *Budget) Release() {

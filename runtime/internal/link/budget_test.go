@@ -72,3 +72,31 @@ func waitQueued(t *testing.T, b *Budget, n int) {
 		}
 	}
 }
+
+// TestBudgetAcquireUpTo checks that AcquireUpTo takes every free token up
+// to n, at least one (waiting for it), none past a waiting member, and
+// that ReleaseN gives them all back.
+func TestBudgetAcquireUpTo(t *testing.T) {
+	t.Parallel()
+	b := NewBudget(3)
+	a, c := b.Join(), b.Join()
+	if got := b.AcquireUpTo(a, 5, nil); got != 3 {
+		t.Fatalf("AcquireUpTo(5) of 3 free tokens = %d, want 3", got)
+	}
+	res := make(chan int, 1)
+	go func() { res <- b.AcquireUpTo(c, 2, nil) }()
+	waitQueued(t, b, 1)
+	b.Release()
+	if got := <-res; got != 1 {
+		t.Errorf("a waiting AcquireUpTo(2) given the one freed token got %d, want 1", got)
+	}
+	b.ReleaseN(2)
+	if got := b.AcquireUpTo(a, 3, nil); got != 2 {
+		t.Errorf("AcquireUpTo(3) with 2 free tokens = %d, want 2", got)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if got := b.AcquireUpTo(a, 1, stop); got != 0 {
+		t.Errorf("AcquireUpTo with no token free and stop closed = %d, want 0", got)
+	}
+}

@@ -37,9 +37,10 @@ var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "C
 
 // Admin is the operations view of one queue's table.
 type Admin struct {
-	name  string
-	table string
-	db    DBTX
+	name    string
+	table   string
+	channel string // the queue's NOTIFY channel, or ""
+	db      DBTX
 	// sql maps a query's sqlc name to its text with positional
 	// parameters; params to its parameter names in $n order.
 	sql    map[string]string
@@ -58,7 +59,7 @@ var _ skipjack.QueueInsights = (*Admin)(nil)
 // New returns the admin of queue q on db.
 func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 	sections := parseQueries(q.Queries)
-	a := &Admin{name: q.Name, table: q.Table, db: db, sql: map[string]string{}, params: map[string][]string{}}
+	a := &Admin{name: q.Name, table: q.Table, channel: q.Channel, db: db, sql: map[string]string{}, params: map[string][]string{}}
 	for _, name := range adminQueries {
 		text, ok := sections[name]
 		if !ok {
@@ -340,17 +341,44 @@ func (a *Admin) Retry(ctx context.Context, ids ...int64) (int64, error) {
 	return a.change(ctx, "Retry", ids)
 }
 
-// Cancel fails pending jobs as cancelled and flags running ones, whose
-// workers cancel their handlers at their next heartbeat; it returns how
-// many jobs changed.
+// Cancel fails pending jobs as cancelled and flags claimed ones, and
+// notifies the queue's workers, which cancel those handlers and give back
+// those jobs not yet started at once (the others at their next heartbeat,
+// or before the job starts); it returns how many jobs changed.
 func (a *Admin) Cancel(ctx context.Context, ids ...int64) (int64, error) {
-	return a.change(ctx, "Cancel", ids)
+	n, err := a.change(ctx, "Cancel", ids)
+	if err == nil && n > 0 {
+		err = a.tellWorkers(ctx, noteCancel)
+	}
+	return n, err
 }
 
-// Pause stops every process from claiming the queue's jobs until Resume.
+// Pause stops every process from claiming the queue's jobs until Resume,
+// and notifies the queue's workers, which give back the jobs they
+// prefetched.
 func (a *Admin) Pause(ctx context.Context) error {
 	if _, err := a.db.Exec(ctx, a.sql["Pause"]); err != nil {
 		return a.wrap(err)
+	}
+	return a.tellWorkers(ctx, notePause)
+}
+
+// The payloads of the notifications that tell a queue's workers of an
+// operator's act, as the runtime's own Cancel and Pause send them
+// (skipjackimpl's noteCancel and notePause).
+const (
+	noteCancel = "cancel"
+	notePause  = "pause"
+)
+
+// tellWorkers notifies the queue's workers of an operator's act, unless
+// the queue sends no notifications.
+func (a *Admin) tellWorkers(ctx context.Context, note string) error {
+	if a.channel == "" {
+		return nil
+	}
+	if _, err := a.db.Exec(ctx, "SELECT pg_notify($1, $2)", a.channel, note); err != nil {
+		return a.wrap(fmt.Errorf("notify workers: %w", err))
 	}
 	return nil
 }

@@ -1,0 +1,143 @@
+package skipjackimpl
+
+import (
+	"context"
+	"time"
+)
+
+// What operators do to the jobs a run holds.
+//
+// Cancel reaches a job wherever it is, and a prefetched job that an
+// operator cancelled never starts; Pause stops every start until Resume,
+// prefetched jobs included. Both are written to the database first; a
+// worker learns of them three ways:
+//
+//   - Cancel and Pause notify the queue's channel with a payload (see
+//     noteCancel, notePause), and the listener hands that to the workers
+//     subscribed to it (operatorLoop): a cancel makes the worker read the
+//     cancel state of every job it holds at once, a pause makes it give
+//     its prefetched jobs back.
+//   - A job that waited in prefetch for recheckAfter or more since the run
+//     last read its cancel state is checked again just before it starts
+//     (recheck): this is how a worker that listens to nothing (PollOnly,
+//     notify: false) or missed a notification (its listener reconnecting)
+//     still keeps a cancelled job from starting.
+//   - The periodic heartbeat reads the cancel state of every held job.
+
+// recheckAfter is how long a prefetched job may wait after the run last
+// read its cancel state (at its claim, or a heartbeat) before it is read
+// again just before it starts. One statement rechecks every queued job
+// that waited half as long, so a worker whose jobs wait in prefetch runs
+// at most about one such statement a second; jobs that wait less start
+// at once, as before.
+const recheckAfter = time.Second
+
+// recheckTimeout bounds the recheck before a job starts: the job waits for
+// it. A recheck that fails lets the job start; its heartbeat still
+// cancels its handler if it was cancelled.
+const recheckTimeout = 2 * time.Second
+
+// operatorLoop acts on the operators' notifications for the queue until
+// stop is closed.
+func (r *runner[T]) operatorLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-r.cancelsNoted:
+			if err := r.heartbeat(r.stmtTimeout); err != nil {
+				r.log.Warn("skipjack: reading which held jobs were cancelled failed; the next heartbeat reads it again", "error", err)
+			}
+		case <-r.pauseNoted:
+			r.givePausedBack()
+		}
+	}
+}
+
+// givePausedBack gives the prefetched jobs back to the database (pending,
+// attempt restored) when an operator paused the queue, so that none of
+// them starts until Resume. A claim in flight meanwhile gives its jobs
+// back too (see pauses): it may have read the queue before the pause.
+func (r *runner[T]) givePausedBack() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.pauses++
+	queued := r.takeQueuedLocked()
+	r.mu.Unlock()
+	if len(queued) == 0 {
+		return
+	}
+	r.log.Info("skipjack: the queue was paused; giving back the prefetched jobs", "jobs", len(queued))
+	signal(r.capacityFreed)
+	r.releaseQueued(queued)
+}
+
+// takeCancelledLocked takes the jobs an operator cancelled out of the
+// prefetched queue, as takeQueuedLocked takes them all; r.mu must be held.
+func (r *runner[T]) takeCancelledLocked() []*entry[T] {
+	var out []*entry[T]
+	kept := r.queue[:0]
+	for _, e := range r.queue {
+		if !e.cancelled {
+			kept = append(kept, e)
+			continue
+		}
+		r.inflight--
+		if r.prepaid {
+			r.budget.Release()
+		}
+		if !e.lost.Load() {
+			e.settling.Store(true)
+			out = append(out, e)
+		}
+	}
+	clear(r.queue[len(kept):])
+	r.queue = kept
+	return out
+}
+
+// staleQueuedLocked appends to dst the queued jobs whose cancel state the
+// run last read recheckAfter/2 or more before now, and records that it
+// reads them now; r.mu must be held. It also records that for the jobs
+// already in dst.
+func (r *runner[T]) staleQueuedLocked(now time.Time, dst []*entry[T]) []*entry[T] {
+	for _, e := range dst {
+		e.checkedAt = now
+	}
+	for _, e := range r.queue {
+		if now.Sub(e.checkedAt) >= recheckAfter/2 && !e.lost.Load() {
+			e.checkedAt = now
+			dst = append(dst, e)
+		}
+	}
+	return dst
+}
+
+// recheck reads the cancel state of es, prefetched jobs about to start
+// (see pop), and acts on it as the heartbeat does.
+func (r *runner[T]) recheck(es []*entry[T]) {
+	if err := r.renew(es, recheckTimeout); err != nil {
+		r.log.Warn("skipjack: checking prefetched jobs for cancels before they start failed; starting them", "error", err)
+	}
+}
+
+// startChecked starts e, a job pop took and recheck checked: it returns
+// e with its handler's context, or e without one when an operator
+// cancelled it or the worker stopped meanwhile (it must not start), or
+// nil when another attempt owns it.
+func (r *runner[T]) startChecked(e *entry[T]) (*entry[T], context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case e.lost.Load():
+		r.inflight--
+		signal(r.capacityFreed)
+		return nil, nil
+	case e.cancelled || r.stopped:
+		return e, nil
+	}
+	return e, r.startLocked(e)
+}
