@@ -99,6 +99,7 @@ func planMigrations(cfg *config.Config, want state, contract bool) (*migrationPl
 		return nil, err
 	}
 	want, notes := settleSerial(cfg, last, want, contract)
+	notes = append(notes, dropNotes(cfg, last)...)
 	plan := &migrationPlan{all: existing, state: want, rollout: notes}
 	units, name, err := diffState(cfg, last, want)
 	if err != nil {

@@ -69,6 +69,29 @@ func settleSerial(cfg *config.Config, last *state, want state, contract bool) (s
 	return out, notes
 }
 
+// dropNotes says, for every queue whose table an earlier migration created
+// and the YAML now drops, that the release before must no longer use it:
+// the previous release's workers and producers would fail every claim and
+// enqueue once the table is gone, so dropping takes two releases.
+func dropNotes(cfg *config.Config, last *state) []rolloutNote {
+	if last == nil {
+		return nil
+	}
+	live := map[string]bool{}
+	for _, t := range last.Tables {
+		live[t.Name] = true
+	}
+	var notes []rolloutNote
+	for _, q := range cfg.Queues {
+		if q.Dropped && live[q.Name] {
+			notes = append(notes, rolloutNote{q.Pos, fmt.Sprintf(
+				"queue %s: its table is dropped by the new migration; apply it only once no running release enqueues to or works the queue "+
+					"(first deploy a release that no longer uses it and let the queue drain)", q.Name)})
+		}
+	}
+	return notes
+}
+
 // notes returns the rollout notes positioned in cfg's file.
 func notes(cfg *config.Config, ns []rolloutNote) config.Errors {
 	var out config.Errors
