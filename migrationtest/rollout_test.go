@@ -3,11 +3,13 @@ package migrationtest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,6 +157,7 @@ import (
 type summary struct {
 	Claims, ClaimErrors, Enqueued, EnqueueErrors, Handled int64
 	Errors                                               []string
+	Spans                                                [][3]int64
 }
 
 type recorder struct {
@@ -162,6 +165,7 @@ type recorder struct {
 
 	mu     sync.Mutex
 	errors []string
+	spans  [][3]int64 // orders jobs: customer_id, handler start and end (Unix ns)
 }
 
 func (r *recorder) note(format string, args ...any) {
@@ -183,6 +187,17 @@ func (r *recorder) ClaimDone(c skipjack.ClaimInfo) {
 func (r *recorder) handle(d time.Duration) error {
 	time.Sleep(d)
 	r.handled.Add(1)
+	return nil
+}
+
+// handleKey is handle for a job of key, whose handler's span it records.
+func (r *recorder) handleKey(key int64, d time.Duration) error {
+	start := time.Now().UnixNano()
+	r.handle(d)
+	end := time.Now().UnixNano()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spans = append(r.spans, [3]int64{key, start, end})
 	return nil
 }
 
@@ -229,7 +244,13 @@ func (x run) worker(queue string, w interface{ Run(context.Context) error }) {
 func run{{$v.K}}(x run) {
 {{- range $v.Queues}}
 	if !x.skipped[v{{$v.K}}{{.}}.Name] {
-		x.worker(v{{$v.K}}{{.}}.Name, v{{$v.K}}{{.}}.NewWorker(x.pool, func(ctx context.Context, job *v{{$v.K}}{{.}}.Job) error { return x.r.handle(10 * time.Millisecond) }, x.cfg))
+		x.worker(v{{$v.K}}{{.}}.Name, v{{$v.K}}{{.}}.NewWorker(x.pool, func(ctx context.Context, job *v{{$v.K}}{{.}}.Job) error {
+{{- if eq . "orders"}}
+			return x.r.handleKey(job.Payload.CustomerID, 10*time.Millisecond)
+{{- else}}
+			return x.r.handle(10 * time.Millisecond)
+{{- end}}
+		}, x.cfg))
 		x.wg.Go(func() {
 			x.r.produce(x.produceCtx, func(seq int64) error {
 				_, err := v{{$v.K}}{{.}}.Enqueue(context.Background(), x.pool, v{{$v.K}}{{.}}.Payload{N: x.tag*1_000_000 + seq{{if eq . "orders"}}, CustomerID: seq % 3{{end}}})
@@ -308,7 +329,7 @@ func main() {
 	json.NewEncoder(os.Stdout).Encode(summary{
 		Claims: r.claims.Load(), ClaimErrors: r.claimErrors.Load(),
 		Enqueued: r.enqueued.Load(), EnqueueErrors: r.enqueueErrors.Load(),
-		Handled: r.handled.Load(), Errors: r.errors,
+		Handled: r.handled.Load(), Errors: r.errors, Spans: r.spans,
 	})
 }
 `))
@@ -317,6 +338,9 @@ func main() {
 type rolloutSummary struct {
 	Claims, ClaimErrors, Enqueued, EnqueueErrors, Handled int64
 	Errors                                                []string
+	// Spans are the handler runs of orders jobs: customer_id, start and
+	// end (Unix nanoseconds).
+	Spans [][3]int64
 }
 
 // rolloutProc is a running program of one version.
@@ -471,6 +495,19 @@ func TestRollouts(t *testing.T) {
 	}
 	migrate(t, 0)
 	parent := t
+	// Every program's handler spans of orders jobs, for the serial check.
+	type ran struct {
+		tag   int
+		spans [][3]int64
+	}
+	var finished []ran
+	stop := func(t *testing.T, p *rolloutProc) {
+		t.Helper()
+		s := p.stop(t)
+		p.expectClean(t, s)
+		finished = append(finished, ran{p.tag, s.Spans})
+	}
+	var serialRemoved time.Time // when the migration that removes the serial key started
 	old := startRollout(t, t, bin, dbURL, 0, chain[0].queues(), "")
 	for k := 1; k < len(chain); k++ {
 		v := chain[k]
@@ -481,7 +518,10 @@ func TestRollouts(t *testing.T) {
 				// the queue's worker and producer.
 				replaced := old
 				old = startRollout(t, parent, bin, dbURL, k-1, chain[k-1].queues(), v.stopUsing)
-				replaced.expectClean(t, replaced.stop(t))
+				stop(t, replaced)
+			}
+			if hasSerial(chain[k-1]) && !hasSerial(v) {
+				serialRemoved = time.Now()
 			}
 			var migrated time.Time
 			if err := conn.QueryRow(t.Context(), "SELECT now()").Scan(&migrated); err != nil {
@@ -509,13 +549,13 @@ func TestRollouts(t *testing.T) {
 					}
 				}
 			}
-			old.expectClean(t, old.stop(t))
+			stop(t, old)
 			old = cur
 			t.Logf("migrated in %v, both versions worked in %v", migrateTook.Round(time.Millisecond), time.Since(stepStart).Round(time.Millisecond))
 		})
 		if !ok && old.tag != k {
-			// The step failed before the new version started: go on with
-			// it anyway, so later steps still run.
+			// The step failed before the new version started: later steps
+			// would test a chain with a gap.
 			t.Fatalf("step %q left no program of version %d running", v.change, k)
 		}
 	}
@@ -532,7 +572,32 @@ func TestRollouts(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	old.expectClean(t, old.stop(t))
+	stop(t, old)
+
+	// Jobs of one customer never ran at once in the programs that know
+	// the serial key (while it exists), whether it was expanding (claims
+	// taking turns) or contracted (the unique index of running keys).
+	var spans, unkeyed [][3]int64
+	for _, r := range finished {
+		for _, sp := range r.spans {
+			if !hasSerial(chain[r.tag]) {
+				unkeyed = append(unkeyed, sp)
+			} else if sp[1] < serialRemoved.UnixNano() {
+				spans = append(spans, sp)
+			}
+		}
+	}
+	// The check sees overlaps where they may happen: in the programs
+	// without the key.
+	n, _ := overlaps(unkeyed)
+	t.Logf("jobs of one customer started while another ran: %d times in the programs without the serial key (%d jobs)", n, len(unkeyed))
+	if len(spans) == 0 {
+		t.Error("no orders job ran in a program that knows the serial key")
+	}
+	t.Logf("jobs of orders run by the programs that know the serial key, while it existed: %d", len(spans))
+	if n, example := overlaps(spans); n > 0 {
+		t.Errorf("%d times a job of one customer started while another ran in the programs that know the serial key, e.g. %s", n, example)
+	}
 	rows, err := conn.Query(t.Context(), `SELECT payload->>'n' IS NULL, (payload->>'n')::bigint / 1000000, state, count(*) FROM skipjack.orders GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
 	if err != nil {
 		t.Fatal(err)
@@ -569,4 +634,29 @@ func completedBy(t *testing.T, conn *pgx.Conn, queue string, tag int, since time
 	t.Helper()
 	return queryInt(t, conn, fmt.Sprintf(`SELECT count(*) FROM skipjack.%s WHERE state = 'completed' AND worker LIKE $1 AND finished_at > $2`, queue),
 		fmt.Sprintf("v%d/%%", tag), since)
+}
+
+// hasSerial reports whether v's orders queue has a serial key.
+func hasSerial(v rolloutVersion) bool { return strings.Contains(v.orders, "serial:") }
+
+// overlaps counts the spans (key, start, end) that start before an earlier
+// span of their key ended, and describes the first.
+func overlaps(spans [][3]int64) (int, string) {
+	spans = slices.Clone(spans)
+	slices.SortFunc(spans, func(a, b [3]int64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	n, example := 0, ""
+	var busy [3]int64 // the span of the key that ends last so far
+	for i, cur := range spans {
+		if i > 0 && cur[0] == busy[0] && cur[1] < busy[2] {
+			if n == 0 {
+				example = fmt.Sprintf("customer %d: a job ran from %s to %s, another started at %s", cur[0],
+					time.Unix(0, busy[1]).Format("15:04:05.000000"), time.Unix(0, busy[2]).Format("15:04:05.000000"), time.Unix(0, cur[1]).Format("15:04:05.000000"))
+			}
+			n++
+		}
+		if i == 0 || cur[0] != busy[0] || cur[2] > busy[2] {
+			busy = cur
+		}
+	}
+	return n, example
 }
