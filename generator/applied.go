@@ -32,7 +32,7 @@ func Migrations(cfg *config.Config) (existing []Migration, missing []string, err
 	for _, m := range read {
 		existing = append(existing, Migration(m))
 	}
-	plan, err := planMigrations(cfg, buildModel(cfg).state)
+	plan, err := planMigrations(cfg, buildModel(cfg).state, false)
 	if err != nil {
 		return nil, nil, err
 	}

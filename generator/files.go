@@ -45,4 +45,7 @@ type Output struct {
 	// AllowedBreaking are the breaking payload changes that
 	// Options.AllowBreaking let through, positioned in the YAML file.
 	AllowedBreaking config.Errors
+	// Rollout says, for each change of this run that rolls out in steps,
+	// what to do in which order, positioned in the YAML file.
+	Rollout config.Errors
 }

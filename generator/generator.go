@@ -47,6 +47,10 @@ type Options struct {
 	// that break jobs already queued (see package compat); Output.AllowedBreaking
 	// lists what it allowed. Without it such changes are errors.
 	AllowBreaking bool
+	// Contract plans the contract steps of changes rolled out in two
+	// steps (a serial key added to a live queue: see settleSerial), to be
+	// run once no process of the release before the expansion runs.
+	Contract bool
 }
 
 // Generate renders every file of cfg. Errors about the config are returned
@@ -67,10 +71,11 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 		return nil, err
 	}
 	m := buildModel(cfg)
-	plan, err := planMigrations(cfg, m.state)
+	plan, err := planMigrations(cfg, m.state, opts.Contract)
 	if err != nil {
 		return nil, err
 	}
+	m.settle(plan.state)
 
 	g := &gen{cfg: cfg, out: path.Clean(cfg.Out), outImport: outImport, sharedPkg: sharedPkg, external: ext}
 	sqlcFiles, err := runSQLC(cfg.Schema, g.out, m.queues, opts.SQLC)
@@ -112,6 +117,7 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 		Migrations:      path.Clean(cfg.Migrations.Dir),
 		NewMigrations:   plan.newFiles,
 		AllowedBreaking: allowed,
+		Rollout:         notes(cfg, plan.rollout),
 	}, nil
 }
 

@@ -46,6 +46,13 @@ type migration struct {
 type migrationPlan struct {
 	all      []migration // every generated migration, in version order
 	newFiles []File
+	// state is the state the migrations bring the database to: the
+	// YAML's, with the serial keys that wait for a contract step marked
+	// (see settleSerial).
+	state state
+	// rollout says, per change that is rolled out in steps, what to do in
+	// which order.
+	rollout []rolloutNote
 }
 
 var versionPrefix = regexp.MustCompile(`^(\d+)_`)
@@ -83,13 +90,17 @@ const (
 // planMigrations reads the migrations folder and plans the migrations that
 // bring the database from the last recorded state to the YAML's: one
 // migration (one version) per unit.
-func planMigrations(cfg *config.Config, want state) (*migrationPlan, error) {
+// With contract, it also plans the contract steps of earlier expansions
+// (see settleSerial).
+func planMigrations(cfg *config.Config, want state, contract bool) (*migrationPlan, error) {
 	dir := filepath.Join(cfg.Dir, filepath.FromSlash(cfg.Migrations.Dir))
 	existing, last, maxVersion, err := readMigrations(dir, cfg.Migrations.Format)
 	if err != nil {
 		return nil, err
 	}
-	plan := &migrationPlan{all: existing}
+	want, notes := settleSerial(cfg, last, want, contract)
+	notes = append(notes, dropNotes(cfg, last)...)
+	plan := &migrationPlan{all: existing, state: want, rollout: notes}
 	units, name, err := diffState(cfg, last, want)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,21 @@ func buildModel(cfg *config.Config) *model {
 	return m
 }
 
+// settle makes st, the state the planned migrations bring the database
+// to, the model's: a queue's table may differ from the YAML's in what waits
+// for a contract step (see settleSerial), and its claim with it.
+func (m *model) settle(st state) {
+	m.state = st
+	for i := range m.queues {
+		q := &m.queues[i]
+		for _, t := range st.Tables {
+			if t.Name == q.table.Name {
+				q.table, q.queries = t, queriesOf(t, q.cfg)
+			}
+		}
+	}
+}
+
 // tableOf returns the schema description of q's table.
 func tableOf(cfg *config.Config, q *config.Queue) schema.Table {
 	t := schema.Table{
@@ -103,6 +118,7 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 	}
 	if t.Serial != nil {
 		qq.SerialSame = t.Serial.SameKey("o", "c")
+		qq.SerialTurns = t.Serial.Expanding
 	}
 	if l := q.Limits; l != nil {
 		qq.Concurrency = l.Concurrency

@@ -61,6 +61,10 @@ type Queue struct {
 	// same serial key, or "" for a queue without one: a claim then skips
 	// jobs behind a running or earlier job of their key.
 	SerialSame string
+	// SerialTurns makes the claims of a queue with a serial key take turns
+	// under Admit's lock, which keeps the key exact while the unique index
+	// of running keys is not built (schema.Serial.Expanding).
+	SerialTurns bool
 	// Concurrency caps the queue's claimed jobs across processes (0: no
 	// cap); RateCount caps the jobs claimed in any window of the last 105
 	// slots of RateSlotMillis milliseconds (0: no cap), at least 104 slots
@@ -77,6 +81,11 @@ type Queue struct {
 // Limited reports whether the queue declares a limit, whose claims take
 // turns under Admit's lock.
 func (q Queue) Limited() bool { return q.Concurrency > 0 || q.RateCount > 0 }
+
+// TakesTurns reports whether the queue's claims take turns under Admit's
+// lock: a limited queue's, and a serial queue's while its unique index of
+// running keys is not built.
+func (q Queue) TakesTurns() bool { return q.Limited() || q.SerialTurns }
 
 // pick is what the pick template renders: a queue and the SQL expression
 // of how many jobs its claim may take.

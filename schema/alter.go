@@ -156,28 +156,7 @@ func AlterSteps(from, to Table) ([]Step, error) {
 		}
 	}
 	if !sameSerial(from.Serial, to.Serial) {
-		idx, running := QuoteIdent(to.Name+"_serial_idx"), QuoteIdent(to.Name+"_serial_running_idx")
-		if from.Serial != nil {
-			ddl := serialIndexes(from, true)
-			steps = append(steps,
-				Step{Kind: NoTransaction,
-					Up:   []string{dropIndex(sch, running)},
-					Down: []string{ddl[1]}},
-				Step{Kind: NoTransaction,
-					Up:   []string{dropIndex(sch, idx)},
-					Down: []string{ddl[0]}})
-		}
-		if to.Serial != nil {
-			ddl := serialIndexes(to, true)
-			steps = append(steps,
-				Step{Kind: NoTransaction,
-					Up:   []string{ddl[0]},
-					Down: []string{dropIndex(sch, idx)}},
-				Step{Kind: OwnTransaction, Up: []string{serialRunningCheck(to)}},
-				Step{Kind: NoTransaction,
-					Up:   []string{ddl[1]},
-					Down: []string{dropIndex(sch, running)}})
-		}
+		steps = append(steps, serialSteps(from, to)...)
 	}
 	if from.Scheduled != to.Scheduled {
 		full, err := CreateTable(Table{Schema: to.Schema, Name: to.Name, Scheduled: true, MaxAttempts: 1})
@@ -282,8 +261,8 @@ func serialIndexes(t Table, concurrently bool) [2]string {
 // running keys built over them would fail only after scanning the table.
 func serialRunningCheck(t Table) string {
 	d := t.data(true)
-	msg := fmt.Sprintf("queue %s has running jobs that share the new serial key; "+
-		"pause the queue (skipjack queues pause %s), wait until its running jobs finish, migrate again, deploy the new code and resume it",
+	msg := fmt.Sprintf("queue %s has running jobs that share the serial key: workers that do not know the key still claim the queue; "+
+		"stop them (or pause the queue: skipjack queues pause %s), wait until the running jobs finish, migrate again (and resume)",
 		t.Name, t.Name)
 	return fmt.Sprintf(`DO $$
 BEGIN
@@ -391,12 +370,56 @@ func upgradeLayout(from, to Table) ([]Step, error) {
 	return steps, nil
 }
 
-// sameSerial reports whether two serial keys are the same.
+// sameSerial reports whether two serial keys are the same, with the same
+// indexes.
 func sameSerial(a, b *Serial) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return slices.Equal(a.Keys, b.Keys)
+	return slices.Equal(a.Keys, b.Keys) && a.Expanding == b.Expanding
+}
+
+// serialSteps returns the steps that change the serial indexes of from
+// into those of to. A key added to a live table is expanding
+// (Serial.Expanding): only the index a claim looks predecessors up in is
+// built, since the claims of code that does not know the key would trip
+// over a unique index of running keys. Contracting builds that index
+// once such code is gone, after checking that no two running jobs share a
+// key.
+func serialSteps(from, to Table) []Step {
+	sch := QuoteIdent(to.Schema)
+	idx, running := QuoteIdent(to.Name+"_serial_idx"), QuoteIdent(to.Name+"_serial_running_idx")
+	keysChanged := from.Serial == nil || to.Serial == nil || !slices.Equal(from.Serial.Keys, to.Serial.Keys)
+	var steps []Step
+	if from.Serial != nil {
+		ddl := serialIndexes(from, true)
+		if !from.Serial.Expanding && (keysChanged || to.Serial.Expanding) {
+			steps = append(steps, Step{Kind: NoTransaction,
+				Up:   []string{dropIndex(sch, running)},
+				Down: []string{ddl[1]}})
+		}
+		if keysChanged {
+			steps = append(steps, Step{Kind: NoTransaction,
+				Up:   []string{dropIndex(sch, idx)},
+				Down: []string{ddl[0]}})
+		}
+	}
+	if to.Serial != nil {
+		ddl := serialIndexes(to, true)
+		if keysChanged {
+			steps = append(steps, Step{Kind: NoTransaction,
+				Up:   []string{ddl[0]},
+				Down: []string{dropIndex(sch, idx)}})
+		}
+		if !to.Serial.Expanding && (keysChanged || from.Serial.Expanding) {
+			steps = append(steps,
+				Step{Kind: OwnTransaction, Up: []string{serialRunningCheck(to)}},
+				Step{Kind: NoTransaction,
+					Up:   []string{ddl[1]},
+					Down: []string{dropIndex(sch, running)}})
+		}
+	}
+	return steps
 }
 
 // sameUnique reports whether two unique keys are the same.

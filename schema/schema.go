@@ -52,6 +52,14 @@ type Table struct {
 type Serial struct {
 	// Keys are the payload keys that make up the key.
 	Keys []string
+	// Expanding says the key was added to (or changed on) a table that
+	// live code already claimed from, and the unique index of running keys
+	// is not built yet: the previous release's claims, which do not know
+	// the key, would trip over it and fail. Until a contract migration
+	// builds it (skipjack generate --contract, once no worker of the
+	// previous release runs), the claims of the new code take turns under
+	// the queue's advisory lock, which keeps the key exact among them.
+	Expanding bool `json:",omitempty"`
 }
 
 // CurrentLayout is the layout Create renders. Layout 2 added a
@@ -253,7 +261,9 @@ func (t Table) data(indexes bool) tableData {
 	}
 	if t.Serial != nil {
 		d.SerialIndex = QuoteIdent(t.Name + "_serial_idx")
-		d.SerialRunningIndex = QuoteIdent(t.Name + "_serial_running_idx")
+		if !t.Serial.Expanding {
+			d.SerialRunningIndex = QuoteIdent(t.Name + "_serial_running_idx")
+		}
 		d.SerialExprs = keyExprs(t.Serial.Keys)
 	}
 	if t.Scheduled {

@@ -191,3 +191,59 @@ func TestAlterStepsAreLive(t *testing.T) {
 		}
 	}
 }
+
+// TestSerialExpandContract checks the two steps of a serial key added to
+// a live table: expanding builds only the index claims look predecessors
+// up in (the previous release's claims, which do not know the key, must
+// never meet a unique index of running keys); contracting checks the
+// running jobs and builds that unique index; and a key removed while still
+// expanding drops only what exists.
+func TestSerialExpandContract(t *testing.T) {
+	t.Parallel()
+	plain := Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Layout: CurrentLayout}
+	expanding, contracted := plain, plain
+	expanding.Serial = &Serial{Keys: []string{"k"}, Expanding: true}
+	contracted.Serial = &Serial{Keys: []string{"k"}}
+	up := func(from, to Table) string {
+		t.Helper()
+		steps, err := AlterSteps(from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stmts []string
+		for _, s := range steps {
+			stmts = append(stmts, s.Up...)
+		}
+		return strings.Join(stmts, "\n")
+	}
+	for _, tc := range []struct {
+		name     string
+		from, to Table
+		want     []string // substrings of the up statements
+		not      []string
+	}{
+		{"expand", plain, expanding, []string{`CREATE INDEX CONCURRENTLY IF NOT EXISTS "q_serial_idx"`}, []string{"q_serial_running_idx", "RAISE EXCEPTION"}},
+		{"contract", expanding, contracted, []string{"RAISE EXCEPTION", `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "q_serial_running_idx"`}, []string{`"q_serial_idx"`}},
+		{"removed while expanding", expanding, plain, []string{`DROP INDEX CONCURRENTLY IF EXISTS "skipjack"."q_serial_idx"`}, []string{"q_serial_running_idx"}},
+		{"removed", contracted, plain, []string{`"q_serial_running_idx"`, `"q_serial_idx"`}, nil},
+	} {
+		got := up(tc.from, tc.to)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: up statements lack %s:\n%s", tc.name, w, got)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: up statements contain %s:\n%s", tc.name, n, got)
+			}
+		}
+	}
+	ddl, err := Create(expanding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ddl, "q_serial_running_idx") || !strings.Contains(ddl, "q_serial_idx") {
+		t.Errorf("Create of an expanding serial key: want the lookup index only:\n%s", ddl)
+	}
+}

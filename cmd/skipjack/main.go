@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	skipjack generate    [-f skipjack.yaml] [--allow-breaking]
+//	skipjack generate    [-f skipjack.yaml] [--allow-breaking] [--contract]
 //	skipjack check       [-f skipjack.yaml] [--allow-breaking]
 //	skipjack migrate     [-f skipjack.yaml] [--database-url URL]
 //	skipjack stats       [-f skipjack.yaml] [--database-url URL] [--json]

@@ -43,6 +43,9 @@ type options struct {
 	// allowBreaking: generate and check accept payload changes that
 	// break queued jobs, printing them.
 	allowBreaking bool
+	// contract: generate plans the contract steps of changes rolled out
+	// in two steps.
+	contract bool
 	// jobs: the queue, job ids, --state, --after and --limit.
 	queue string
 	ids   []int64
@@ -71,10 +74,10 @@ type command struct {
 // commands are every command, in the order usage lists them.
 var commands = append([]command{
 	{
-		name: "generate", synopsis: "[-f skipjack.yaml] [--allow-breaking]",
+		name: "generate", synopsis: "[-f skipjack.yaml] [--allow-breaking] [--contract]",
 		summary: "write the migrations, sqlc code and queue packages the YAML declares",
-		flags:   breakingFlags,
-		run:     func(o options, e env) error { return generate(o.file, o.allowBreaking, e) },
+		flags:   generateFlags,
+		run:     func(o options, e env) error { return generate(o.file, o.allowBreaking, o.contract, e) },
 	},
 	{
 		name: "check", synopsis: "[-f skipjack.yaml] [--allow-breaking]",
@@ -283,14 +286,20 @@ func breakingFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.allowBreaking, "allow-breaking", false, "accept payload changes that break jobs already queued, listing them")
 }
 
+// generateFlags adds --allow-breaking and --contract (generate).
+func generateFlags(fs *flag.FlagSet, o *options) {
+	breakingFlags(fs, o)
+	fs.BoolVar(&o.contract, "contract", false, "also generate the contract steps of changes rolled out in two steps (run once no process of the release before them runs)")
+}
+
 // loadAllowing is load that, with allowBreaking, generates despite payload
 // changes that break jobs already queued, and prints each one it allowed.
-func loadAllowing(file string, allowBreaking bool, e env) (*config.Config, *generator.Output, error) {
+func loadAllowing(file string, allowBreaking, contract bool, e env) (*config.Config, *generator.Output, error) {
 	cfg, err := config.Load(file)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := generator.Generate(cfg, generator.Options{SQLC: e.sqlc, AllowBreaking: allowBreaking})
+	out, err := generator.Generate(cfg, generator.Options{SQLC: e.sqlc, AllowBreaking: allowBreaking, Contract: contract})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -300,9 +309,9 @@ func loadAllowing(file string, allowBreaking bool, e env) (*config.Config, *gene
 	return cfg, out, nil
 }
 
-func generate(file string, allowBreaking bool, e env) error {
+func generate(file string, allowBreaking, contract bool, e env) error {
 	start := time.Now()
-	cfg, out, err := loadAllowing(file, allowBreaking, e)
+	cfg, out, err := loadAllowing(file, allowBreaking, contract, e)
 	if err != nil {
 		return err
 	}
@@ -316,6 +325,9 @@ func generate(file string, allowBreaking bool, e env) error {
 	if err := requireRuntime(cfg.Dir); err != nil {
 		// The files are written; they just do not build yet.
 		fmt.Fprintf(e.stderr, "skipjack generate: note: %v\n", err)
+	}
+	for _, x := range out.Rollout {
+		fmt.Fprintln(e.stdout, x.Error())
 	}
 	fmt.Fprintf(e.stdout, "skipjack: %s, %s: %s in %v\n",
 		plural(len(cfg.LiveQueues()), "queue"), plural(len(out.Files), "generated file"), changes(out, touched), time.Since(start).Round(time.Millisecond))
@@ -361,7 +373,7 @@ func changes(out *generator.Output, touched []string) string {
 }
 
 func check(file string, allowBreaking bool, e env) error {
-	cfg, out, err := loadAllowing(file, allowBreaking, e)
+	cfg, out, err := loadAllowing(file, allowBreaking, false, e)
 	if err != nil {
 		return err
 	}
