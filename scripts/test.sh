@@ -97,7 +97,9 @@ stage "the exported API of the runtime, the dashboard and the generated code aga
 	go run ./internal/release api
 
 # Packages that link sqlc's parser (the CLI and the sqlc leaf) are tested
-# without -race; every other package with it.
+# without -race; every other package with it. The timeout is go test's
+# default 10 minutes raised for a loaded machine: migrationtest builds every
+# release of its rollout matrix, which takes minutes when cores are shared.
 sqlc_cli=github.com/sqlc-dev/sqlc/pkg/cli
 test_module() {
 	local m=$1 race=() plain=()
@@ -105,8 +107,8 @@ test_module() {
 		if [ -n "$links" ] || contains "$m" "${norace[@]}"; then plain+=("$pkg"); else race+=("$pkg"); fi
 	done < <(cd "$m" && go list -f "{{.ImportPath}}{{range .Deps}}{{if eq . \"$sqlc_cli\"}} sqlc{{end}}{{end}}" ./...)
 	local status=0
-	if [ "${#race[@]}" -gt 0 ]; then (cd "$m" && gotest -race -count=1 "${race[@]}") || status=1; fi
-	if [ "${#plain[@]}" -gt 0 ]; then (cd "$m" && gotest -count=1 "${plain[@]}") || status=1; fi
+	if [ "${#race[@]}" -gt 0 ]; then (cd "$m" && gotest -race -count=1 -timeout 25m "${race[@]}") || status=1; fi
+	if [ "${#plain[@]}" -gt 0 ]; then (cd "$m" && gotest -count=1 -timeout 25m "${plain[@]}") || status=1; fi
 	return "$status"
 }
 for m in "${modules[@]}"; do
