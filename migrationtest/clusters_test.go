@@ -238,8 +238,8 @@ func TestQueuesOnSeparateClusters(t *testing.T) {
 	}
 	wg.Wait()
 	for _, m := range migrations {
-		if m.r.code != 0 || !strings.HasPrefix(m.r.stdout, "skipjack migrate: "+m.name+" is up to date") {
-			t.Fatalf("migrate -f %s: exit status %d, stdout %q, stderr %q; want 0 and \"skipjack migrate: %s is up to date ...\"",
+		if m.r.code != 0 || !strings.Contains(m.r.stdout, "skipjack migrate: 1 migration applied to "+m.name+" ") {
+			t.Fatalf("migrate -f %s: exit status %d, stdout %q, stderr %q; want 0 and \"skipjack migrate: 1 migration applied to %s ...\"",
 				m.config, m.r.code, m.r.stdout, m.r.stderr, m.name)
 		}
 	}

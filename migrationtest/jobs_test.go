@@ -91,12 +91,13 @@ func TestJobsCommand(t *testing.T) {
 			stdout: []string{"send_email: retried 1 of 1 job in state failed"}, afterState: "pending,pending,pending,pending"},
 		{args: "jobs cancel send_email 1 4",
 			stdout: []string{"send_email: cancelled 2 of 2 jobs"}, afterState: "failed,pending,pending,failed"},
-		{args: "jobs cancel send_email 4 77", code: 1,
-			stdout: []string{"send_email: cancelled 0 of 1 job (1 not pending or running)"}, stderr: "skipjack jobs cancel: send_email: no job with id 77", afterState: "failed,pending,pending,failed"},
+		// An id that names no job changes nothing, whatever the others name.
+		{args: "jobs cancel send_email 2 77", code: 1,
+			stderr: "skipjack jobs cancel: send_email: no job with id 77; nothing cancelled", afterState: "failed,pending,pending,failed"},
 		{args: "jobs retry send_email 1 78 --json", code: 1,
-			stdout: []string{`"queue": "send_email"`, `"matched": 1`, `"changed": 1`, `"missing": [`, "78"}, stderr: "skipjack jobs retry: send_email: no job with id 78", afterState: "pending,pending,pending,failed"},
+			stdout: []string{`"queue": "send_email"`, `"changed": 0`, `"missing": [`, "78"}, stderr: "skipjack jobs retry: send_email: no job with id 78; nothing retried", afterState: "failed,pending,pending,failed"},
 		{args: "jobs cancel send_email --state pending --json",
-			stdout: []string{`"queue": "send_email"`, `"state": "pending"`, `"matched": 3`, `"changed": 3`, `"missing": []`}, afterState: "failed,failed,failed,failed"},
+			stdout: []string{`"queue": "send_email"`, `"state": "pending"`, `"matched": 2`, `"changed": 2`, `"missing": []`}, afterState: "failed,failed,failed,failed"},
 	} {
 		check(t, s)
 	}
