@@ -330,9 +330,29 @@ func (c *completer[T]) settle(list *[]*entry[T], batch []*entry[T], matched []in
 	}
 	c.settled(batch)
 	if len(matched) < len(batch) {
-		c.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
-			"results", len(batch), "matched", len(matched))
+		if lost := unmatched(batch, matched); lost > 0 {
+			c.log.Warn("skipjack: some job results matched no running attempt (their lease was lost); those jobs may run again",
+				"results", len(batch), "matched", len(matched), "lost", lost)
+		}
 	}
+}
+
+// unmatched returns how many jobs of batch a flush statement did not match
+// (matched holds the ids it did) for a reason other than CompleteTx: a job
+// whose CompleteTx committed is written already, and its result finds no
+// running attempt, as it should.
+func unmatched[T any](batch []*entry[T], matched []int64) int {
+	seen := make(map[int64]bool, len(matched))
+	for _, id := range matched {
+		seen[id] = true
+	}
+	n := 0
+	for _, e := range batch {
+		if !seen[e.row.ID] && !e.txAcked.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // CompleteTx acknowledges job by running complete (the queue's fenced
@@ -340,13 +360,15 @@ func (c *completer[T]) settle(list *[]*entry[T], batch []*entry[T], matched []in
 // handler's writes and the acknowledgement commit or roll back together.
 // Generated packages wrap it as CompleteTx(ctx, tx, job).
 //
-// It returns an error wrapping skipjack.ErrLeaseLost when this attempt no longer
-// owns the job; the caller should roll back. After it succeeds the worker
-// neither renews the job's lease (the open transaction holds the row's
-// lock, which keeps rescuers away) nor acknowledges the job again when the
-// handler returns nil. If the transaction then rolls back, the handler
-// should return an error promptly: the job is retried as usual, or rescued
-// once its unrenewed lease lapses.
+// It returns an error wrapping skipjack.ErrLeaseLost when this attempt no
+// longer owns the job; the caller should roll back. After it succeeds the
+// worker still holds the job (its heartbeat keeps it renewed, skipping the
+// row while the open transaction locks it) until the handler returns: the
+// worker cannot see whether the transaction committed, so it then writes
+// the handler's result as for any job, fenced by the claim token. When the
+// transaction committed, that write matches nothing (the job is completed
+// already); when it rolled back, the result settles the job: nil completes
+// it, an error retries or fails it.
 func CompleteTx[T any](ctx context.Context, job *skipjack.Job[T], complete func(ctx context.Context, id int64, claim int32) (int64, error)) error {
 	n, err := complete(ctx, job.ID, job.Claim)
 	if err != nil {

@@ -293,8 +293,7 @@ func resolution[T any](job *skipjack.Job[T], err error, spec QueueSpec, pollInte
 // finish records the result of a job whose handler returned: an
 // acknowledgement when completed, a resolution otherwise, queued for the
 // completer. Results of jobs another attempt owns, or whose abandonment was
-// recorded, are dropped, and jobs acknowledged by CompleteTx are not
-// acknowledged again.
+// recorded, are dropped.
 //
 // It wakes the fetcher only when the capacity this frees makes a claim
 // worth its statement (see reserve), not once per job; the completer wakes
@@ -310,14 +309,11 @@ func (r *runner[T]) finishAt(e *entry[T], res Resolution, completed bool, now ti
 	r.timeouts.removeLocked(e)
 	e.cancel = nil
 	acked := e.txAcked.Load()
-	queue := false
-	switch {
-	case e.lost.Load() || e.abandoned:
-	case acked && completed:
-		r.forget(e)
-	default:
-		queue = true
-	}
+	// A job CompleteTx acknowledged is written as any other: if its
+	// transaction committed, the fenced write matches nothing; if it rolled
+	// back, the write settles the job, which would otherwise stay running
+	// for as long as this worker proves it is alive.
+	queue := !e.lost.Load() && !e.abandoned
 	idle := r.inflight == r.asked // nothing prefetched or running
 	claimable := idle || r.maxHeld-r.inflight == r.minClaim
 	r.mu.Unlock()
@@ -328,8 +324,9 @@ func (r *runner[T]) finishAt(e *entry[T], res Resolution, completed bool, now ti
 		signal(r.capacityFreed)
 	}
 	if acked && completed && (r.spec.Serial || r.spec.limited()) {
-		// CompleteTx settled the job in its own transaction: no flush will
-		// (see settled), and the jobs it held back can be claimed now.
+		// CompleteTx most likely settled the job in its own transaction:
+		// the jobs it held back can be claimed now, before the flush of
+		// its (then unmatched) acknowledgement.
 		signal(r.claimable)
 	}
 }

@@ -52,10 +52,11 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 	r.mu.Lock()
 	es := make([]*entry[T], 0, len(r.held))
 	for _, e := range r.held {
-		// A job CompleteTx acknowledged is settled by the caller's
-		// transaction: its row is locked (or gone) until that commits or
-		// rolls back, so there is nothing to renew.
-		if !e.lost.Load() && !e.txAcked.Load() {
+		// A job CompleteTx acknowledged is renewed too: its row is locked
+		// until the caller's transaction ends (reported alive, unrenewed),
+		// then gone or completed if it committed (reported not owned, which
+		// the loop below ignores), or running again if it rolled back.
+		if !e.lost.Load() {
 			e.checkedAt = now
 			es = append(es, e)
 		}
@@ -96,7 +97,7 @@ func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 			continue // kept, or acknowledged or released meanwhile
 		}
 		if e.txAcked.Load() {
-			continue // acknowledged by CompleteTx meanwhile
+			continue // acknowledged by CompleteTx: its own result's fenced write tells
 		}
 		ends = append(ends, r.loseLocked(e))
 		lost++
@@ -227,7 +228,7 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 	var abandoned []*entry[T]
 	var ends []func()
 	for _, e := range r.held {
-		if e.lost.Load() || e.abandoned || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit || e.txAcked.Load() {
+		if e.lost.Load() || e.abandoned || e.cancel == nil || e.startedAt.IsZero() || now.Sub(e.startedAt) <= limit {
 			continue
 		}
 		e.abandoned = true
