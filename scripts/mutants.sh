@@ -77,6 +77,8 @@ mutants=(
   "no-recheck-before-start :: skipjackimpl/operator.go :: s/^const recheckAfter = time.Second$/const recheckAfter = time.Hour/ :: TestCancelPrefetchedPollOnly :: ."
   "pause-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, notePause)/err = nil/ :: TestPauseStopsPrefetched :: ."
   "pause-keeps-prefetched :: skipjackimpl/operator.go :: s/^\tqueued := r.takeQueuedLocked()$/\tqueued := []*entry[T](nil)/ :: TestPauseStopsPrefetched :: ."
+  # Issue 40.
+  "completetx-result-dropped :: skipjackimpl/execute.go :: s/^\tqueue := !e.lost.Load() \&\& !e.abandoned$/\tqueue := !e.lost.Load() \&\& !e.abandoned \&\& !(acked \&\& completed)/ :: TestCompleteTxEveryOutcome :: ."
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go
