@@ -78,6 +78,7 @@ mutants=(
   "pause-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, notePause)/err = nil/ :: TestPauseStopsPrefetched :: ."
   "pause-keeps-prefetched :: skipjackimpl/operator.go :: s/^\tqueued := r.takeQueuedLocked()$/\tqueued := []*entry[T](nil)/ :: TestPauseStopsPrefetched :: ."
   # Issue 40.
+  "periodic-on-user-pool :: skipjackimpl/worker.go :: s/slots = r.w.bind(control).slots()/slots = r.w.slots/ :: TestPeriodicWhilePoolExhausted :: ."
   "completetx-result-dropped :: skipjackimpl/execute.go :: s/^\tqueue := !e.lost.Load() \&\& !e.abandoned$/\tqueue := !e.lost.Load() \&\& !e.abandoned \&\& !(acked \&\& completed)/ :: TestCompleteTxEveryOutcome :: ."
 )
 

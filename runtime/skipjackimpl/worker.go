@@ -276,6 +276,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 			"pool_max_conns", mc, "concurrency", r.cfg.Concurrency, "workers_concurrency", demand)
 	}
 	r.useStore(r.store)
+	slots := r.w.slots
 	if r.w.bind != nil {
 		control, err := newControlPool(r.w.pool)
 		if err != nil {
@@ -284,6 +285,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 		defer control.Close()
 		warm(control, maxClaimsInFlight)
 		r.useStore(r.w.bind(control))
+		slots = r.w.bind(control).slots() // maintenance too: periodic jobs are inserted on time while handlers hold the pool
 		r.control = control
 		stall := clientStallLimit(r.stmtTimeout)
 		r.steered = r.w.bind(claimBatch{pool: control, stall: stall})
@@ -307,7 +309,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	}
 	defer unsubscribe()
 
-	maint := &maintainer{store: r.store, slots: r.w.slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
+	maint := &maintainer{store: r.store, slots: slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
 	var flusher, background sync.WaitGroup
 	final := make(chan struct{})
 	flusher.Go(func() { r.results.flushLoop(final) })
