@@ -18,9 +18,12 @@ type liveness struct {
 	lease time.Duration
 	name  string // the queue's
 	log   *slog.Logger
-	// at is when the last renewal that succeeded started (Unix
-	// nanoseconds), 0 before the first.
-	at atomic.Int64
+	// at is when the last renewal that succeeded started, nil before the
+	// first. It keeps time.Now's monotonic reading: a proof's age measured
+	// on the wall clock would jump with every step of the system clock (an
+	// NTP correction, a VM resumed), cancelling every handler when the clock
+	// steps forward and hiding a real loss of contact when it steps back.
+	at atomic.Pointer[time.Time]
 }
 
 // loop renews the run's row every Lease/3, until stop is closed.
@@ -63,20 +66,20 @@ func (l *liveness) renew(timeout time.Duration) error {
 // provenAt records that the run was proven alive at t, unless a later
 // proof is recorded already.
 func (l *liveness) provenAt(t time.Time) {
-	ns := t.UnixNano()
 	for {
 		old := l.at.Load()
-		if ns <= old || l.at.CompareAndSwap(old, ns) {
+		if old != nil && !t.After(*old) || l.at.CompareAndSwap(old, &t) {
 			return
 		}
 	}
 }
 
 // doubting reports whether the run's last proof of life is more than
-// proof old at now.
+// proof old at now. Both times come from time.Now, so the age is measured
+// on the monotonic clock.
 func (l *liveness) doubting(now time.Time, proof time.Duration) bool {
 	at := l.at.Load()
-	return at != 0 && now.Sub(time.Unix(0, at)) > proof
+	return at != nil && now.Sub(*at) > proof
 }
 
 // gone marks the run's row expired and stopped when Run returns, so that
