@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -27,6 +28,11 @@ var errTimeout = errors.New("skipjack: handler timeout")
 // lock of the run fewer. With one, it waits for a token between the two,
 // unless the jobs came with their tokens (prepaid): it then gives each
 // job's token back once the job is done.
+//
+// A handler that ignores its context cannot keep its token for good: the
+// run gives the token back when it abandons the attempt (abandonOverruns,
+// the queue's timeout plus one lease after the start), and the handler's
+// own return then gives back nothing (token is once).
 func (r *runner[T]) handlerLoop() {
 	defer r.handlerGroup.Done()
 	finished := false                    // this goroutine's last job is still counted busy
@@ -42,11 +48,15 @@ func (r *runner[T]) handlerLoop() {
 				return
 			}
 		}
-		e, ctx, check, ok := r.pop(finished)
+		var token func() // gives back the token of this turn's job, once
+		if r.budget != nil {
+			token = sync.OnceFunc(r.budget.Release)
+		}
+		e, ctx, check, ok := r.pop(finished, token)
 		finished = true
 		if !ok {
 			if ask {
-				r.budget.Release()
+				token()
 			}
 			return
 		}
@@ -64,8 +74,8 @@ func (r *runner[T]) handlerLoop() {
 		default:
 			r.admit(ctx, e)
 		}
-		if r.budget != nil {
-			r.budget.Release()
+		if token != nil {
+			token()
 		}
 	}
 }
@@ -130,7 +140,10 @@ func (r *runner[T]) handlerGone() {
 // A job whose cancel state the run last read recheckAfter or more ago
 // comes without a context and with check: the jobs to recheck first (it
 // and every queued job as stale), after which startChecked starts it.
-func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, check []*entry[T], ok bool) {
+//
+// The job keeps token, the group budget's token its handler holds (nil
+// outside RunGroup), for abandonOverruns.
+func (r *runner[T]) pop(finished bool, token func()) (_ *entry[T], _ context.Context, check []*entry[T], ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if finished {
@@ -143,6 +156,7 @@ func (r *runner[T]) pop(finished bool) (_ *entry[T], _ context.Context, check []
 	e := r.queue[0]
 	r.queue[0] = nil
 	r.queue = r.queue[1:]
+	e.token = token
 	if e.lost.Load() {
 		r.inflight--
 		signal(r.capacityFreed)

@@ -150,6 +150,9 @@ func (r *runner[T]) loseLocked(e *entry[T]) func() {
 	r.forget(e)
 	if e.cancel != nil {
 		e.cancel(skipjack.ErrLeaseLost)
+		if e.token != nil {
+			r.orphans = append(r.orphans, e) // abandonOverruns bounds its token
+		}
 	}
 	if end := e.endIsolation; end != nil {
 		return end
@@ -219,10 +222,13 @@ func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
 // abandonOverruns gives up the jobs whose handlers have been running for
 // more than limit (the queue's timeout plus one lease: their contexts were
 // cancelled at the timeout, and they ignore it), so that a stuck handler
-// neither holds its job nor its isolation forever, and returns their ids.
-// Each attempt is written as failed (retried with backoff, or failed for
-// good when it was the last), and the handler's own result, should it ever
-// return, is dropped; its slot stays taken until it returns.
+// holds neither its job, nor its isolation, nor its token of a RunGroup's
+// budget forever, and returns their ids. Each attempt is written as failed
+// (retried with backoff, or failed for good when it was the last), and the
+// handler's own result, should it ever return, is dropped; its slot of the
+// worker's own Concurrency stays taken until it returns. A job taken from
+// this run while its handler ran (orphans) gives back its budget token at
+// the same limit: its handler was cancelled with skipjack.ErrLeaseLost.
 func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
 	r.mu.Lock()
 	var abandoned []*entry[T]
@@ -236,7 +242,22 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 		if e.endIsolation != nil {
 			ends = append(ends, e.endIsolation)
 		}
+		if e.token != nil {
+			ends = append(ends, e.token)
+		}
 	}
+	kept := r.orphans[:0]
+	for _, e := range r.orphans {
+		switch {
+		case e.cancel == nil: // its handler returned, and gave back its token
+		case now.Sub(e.startedAt) > limit:
+			ends = append(ends, e.token)
+		default:
+			kept = append(kept, e)
+		}
+	}
+	clear(r.orphans[len(kept):])
+	r.orphans = kept
 	r.mu.Unlock()
 	ids := make([]int64, 0, len(abandoned))
 	for _, e := range abandoned {

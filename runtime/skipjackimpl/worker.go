@@ -148,6 +148,10 @@ type runner[T any] struct {
 	// a handler, holding the limit that other processes could have used,
 	// and started in a burst past the rate once the budget freed.
 	prepaid bool
+	// orphans are the jobs taken from this run (loseLocked) whose handlers
+	// still ran, holding a token of budget; guarded by mu. See
+	// abandonOverruns.
+	orphans []*entry[T]
 
 	hooks    *hookCaller[T]
 	results  *completer[T]
@@ -192,6 +196,7 @@ type entry[T any] struct {
 	jobv      skipjack.Job[T]         // job's storage: entries are allocated per claim, so this saves an allocation per job
 	decodeErr error                   // the payload did not decode into T
 	cancel    context.CancelCauseFunc // cancels the running handler
+	token     func()                  // gives back the group budget's token the running handler holds (once); nil outside RunGroup
 	startedAt time.Time               // when the handler started; zero while prefetched
 	abandoned bool                    // the handler overran timeout + lease; its abandonment is written, its own result dropped
 	doubted   bool                    // the handler was cancelled because the worker could not prove it is alive
