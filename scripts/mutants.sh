@@ -81,6 +81,7 @@ mutants=(
   "periodic-on-user-pool :: skipjackimpl/worker.go :: s/slots = r.w.bind(control).slots()/slots = r.w.slots/ :: TestPeriodicWhilePoolExhausted :: ."
   "liveness-wall-clock :: skipjackimpl/liveness.go :: s/return at != nil \&\& now.Sub(\*at) > proof/return at != nil \&\& now.Round(0).Sub(at.Round(0)) > proof/ :: TestLivenessAcrossClockSteps :: ./skipjackimpl"
   "abandoned-handler-keeps-group-slot :: skipjackimpl/heartbeat.go :: s/^\t\t\tends = append(ends, e.token)$/\t\t\t_ = e.token/ :: TestRunGroupAbandonedHandlerGivesBackItsSlot :: ."
+  "cancel-keeps-eleven-errors :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Cancel :execrows/,/ELSE t.\"errors\" END/s/+ 1 - 10$/+ 1 - 11/ :: TestCancelKeepsLastTenErrors :: ."
   "completetx-result-dropped :: skipjackimpl/execute.go :: s/^\tqueue := !e.lost.Load() \&\& !e.abandoned$/\tqueue := !e.lost.Load() \&\& !e.abandoned \&\& !(acked \&\& completed)/ :: TestCompleteTxEveryOutcome :: ."
 )
 

@@ -64,13 +64,17 @@ UPDATE "skipjack"."noop" AS t
 SET "state" = CASE WHEN t."state" = 'pending' THEN 'failed' ELSE t."state" END,
     "finished_at" = CASE WHEN t."state" = 'pending' THEN now() ELSE t."finished_at" END,
     "cancel_requested" = true,
-    "errors" = CASE WHEN t."state" = 'pending' THEN t."errors" || jsonb_build_array(jsonb_build_object(
-        'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', '')) ELSE t."errors" END
+    "errors" = CASE WHEN t."state" = 'pending' THEN (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', ''))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) ELSE t."errors" END
 WHERE t."id" = ANY($1::bigint[])
   AND (t."state" = 'pending' OR (t."state" = 'running' AND NOT t."cancel_requested"))
 `
 
-// Cancel fails pending jobs as cancelled and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed. One UPDATE, so that a job claimed while Cancel waits for its row lock is rechecked as running and flagged, not missed.
+// Cancel fails pending jobs as cancelled, keeping the last 10 errors, and flags running ones, whose workers cancel their handlers at their next heartbeat; it returns how many jobs it changed. One UPDATE, so that a job claimed while Cancel waits for its row lock is rechecked as running and flagged, not missed.
 func (q *Queries) Cancel(ctx context.Context, ids []int64) (int64, error) {
 	result, err := q.db.Exec(ctx, cancel, ids)
 	if err != nil {
