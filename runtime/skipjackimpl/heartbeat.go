@@ -150,8 +150,10 @@ func (r *runner[T]) loseLocked(e *entry[T]) func() {
 	r.forget(e)
 	if e.cancel != nil {
 		e.cancel(skipjack.ErrLeaseLost)
-		if e.token != nil {
-			r.orphans = append(r.orphans, e) // abandonOverruns bounds its token
+		if e.token != nil && !e.startedAt.IsZero() {
+			// abandonOverruns bounds its token. (A suspect still waiting
+			// for isolation stops waiting now, and returns its token.)
+			r.orphans = append(r.orphans, e)
 		}
 	}
 	if end := e.endIsolation; end != nil {
