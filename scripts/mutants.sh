@@ -130,7 +130,7 @@ feature_mutants=(
   "serial-order-ignored :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/(o.\"state\" = 'running' OR o.\"id\" < c.\"id\")/o.\"state\" = 'running'/ :: TestSerialByKey :: ."
   "serial-running-index-dropped :: internal/testqueue/migrate.go :: s/CREATE UNIQUE INDEX \"keyed_serial_running_idx\"/CREATE INDEX \"keyed_serial_running_idx\"/ :: TestSerialKeyIsEnforcedByTheDatabase :: ."
   "serial-race-logged-as-failure :: skipjackimpl/fetch.go :: s/if err != nil \&\& r.spec.Serial \&\& sqlState(err) == \"23505\" {/if false {/ :: TestSerialClaimRace :: ."
-  "limited-txack-no-wake :: skipjackimpl/execute.go :: s/if acked \&\& completed \&\& (r.spec.Serial || r.spec.limited()) {/if false {/ :: TestLimitedQueueWithCompleteTx :: ."
+  "limited-txack-no-wake :: skipjackimpl/execute.go :: s/if acked \&\& completed \&\& (r.spec.Serial || r.spec.limited()) {/if false \&\& acked {/ :: TestLimitedQueueWithCompleteTx :: ."
   "group-budget-ignored :: skipjackimpl/execute.go :: s/if !r.budget.Acquire(r.member, r.stopHandlers) {/if false {/ :: TestRunGroup$ :: ."
   "group-budget-first-come :: internal/link/budget.go :: s/m := (b.next + i) % len(b.waiting)/m := i/ :: TestBudgetTurns :: ./internal/link"
   "dashboard-retry-offered-for-any-state :: ../dashboard/actions.go :: s/return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending \&\& rec.RunAt.After(now))/return rec.State != skipjack.StateCompleted/ :: TestJobPageOffersApplicableActions :: ../dashboard"
