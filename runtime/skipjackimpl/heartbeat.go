@@ -97,7 +97,7 @@ func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 			continue // kept, or acknowledged or released meanwhile
 		}
 		if e.txAcked.Load() {
-			continue // acknowledged by CompleteTx: its own result's fenced write tells
+			continue // CompleteTx may have committed it: the fenced write of its result decides
 		}
 		ends = append(ends, r.loseLocked(e))
 		lost++
