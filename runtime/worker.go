@@ -86,11 +86,12 @@ type GroupConfig struct {
 // worker a Concurrency no larger than it needs. A worker of a queue with
 // limits (limits.concurrency or limits.rate) claims only as many jobs as
 // it holds free slots for, so its claimed jobs never hold the queue's
-// limits (which count across processes) while they wait. A handler that ignores its
-// cancelled context holds its slot of the group until its worker abandons
-// the attempt, the queue's timeout plus its lease after it started (the
-// job is then retried), and gives it back then even if it never returns;
-// it keeps its slot of its own worker's Concurrency until it returns.
+// limits (which count across processes) while they wait. A handler that
+// ignores its cancelled context holds its slot of the group until its
+// worker abandons the attempt, the queue's timeout plus its lease after it
+// started (the job is then retried), and gives it back then even if it
+// never returns; it keeps its slot of its own worker's Concurrency until
+// it returns.
 //
 // If a worker's Run fails (it was already running, say, or the database
 // lacks its migrations), RunGroup stops the others and returns the errors

@@ -65,9 +65,9 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 	return r.renew(es, timeout)
 }
 
-// renew runs one heartbeat statement over es (held jobs, none lost or
-// acknowledged by CompleteTx) and acts on what it reports: cancels (see
-// cancelJobs) and jobs this run no longer owns.
+// renew runs one heartbeat statement over es (held jobs, none lost) and
+// acts on what it reports: cancels (see cancelJobs) and jobs this run no
+// longer owns (except those CompleteTx acknowledged, see below).
 func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 	if len(es) == 0 {
 		return nil
