@@ -167,9 +167,8 @@ func (l *leases[T]) cancelJobs(ids []int64) {
 // e's isolation if e is a running suspect (see isolate.go), for the caller
 // to run once it released r.mu, or a no-op.
 func (l *leases[T]) loseLocked(e *entry[T]) func() {
-	r := l.r
 	e.lost.Store(true)
-	r.forget(e)
+	l.r.forget(e)
 	if e.cancel != nil {
 		e.cancel(skipjack.ErrLeaseLost)
 		if e.token != nil && !e.startedAt.IsZero() {
