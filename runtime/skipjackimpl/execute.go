@@ -18,7 +18,7 @@ var errTimeout = errors.New("skipjack: handler timeout")
 
 // handlerLoop is a handler goroutine: it runs prefetched jobs one at a
 // time and returns when none is left (or the worker stops starting jobs).
-// Goroutines are started as jobs wait for them (startHandlersLocked), so
+// Goroutines are started as jobs wait for them (handlerPool), so
 // that a worker whose handlers are quick keeps only a few goroutines, not
 // Concurrency parked ones whose stacks the GC scans in every cycle, nor
 // one per prefetched job.
@@ -34,17 +34,24 @@ var errTimeout = errors.New("skipjack: handler timeout")
 // the queue's timeout plus one lease after the start), and the handler's
 // own return then gives back nothing (token is once).
 func (r *runner[T]) handlerLoop() {
-	defer r.handlerGroup.Done()
+	defer r.handlers.group.Done()
 	finished := false                    // this goroutine's last job is still counted busy
 	ask := r.budget != nil && !r.prepaid // a token per job, asked for here
 	for {
 		if ask {
-			if finished && !r.handlerNext() {
-				return
+			if finished {
+				r.mu.Lock()
+				next := r.handlers.doneLocked(len(r.queue), r.stopped)
+				r.mu.Unlock()
+				if !next {
+					return
+				}
 			}
 			finished = false
 			if !r.budget.Acquire(r.member, r.stopHandlers) {
-				r.handlerGone()
+				r.mu.Lock()
+				r.handlers.goneLocked()
+				r.mu.Unlock()
 				return
 			}
 		}
@@ -80,54 +87,67 @@ func (r *runner[T]) handlerLoop() {
 	}
 }
 
-// startHandlersLocked starts a handler goroutine when jobs are queued and
-// every handler goroutine is busy with a job, up to Concurrency goroutines
-// in all; r.mu must be held. It starts at most one: a claim calls it for
-// the jobs it queued, and every handler calls it again as it takes a job
-// (pop), so while handlers block (on I/O, say), each goroutine started
-// takes a job and starts the next, and all Concurrency run within moments.
-// Handlers that return at once keep taking queued jobs themselves: the
-// goroutine started last is still waiting to run, so no other is started.
-// Starting one goroutine per queued job cost quick handlers a goroutine's
-// creation and a wake-up of an idle P per job, and a thousand goroutines
-// contending for r.mu (BenchmarkEngine: 40-50% of the worker's CPU per
-// job).
-func (r *runner[T]) startHandlersLocked() {
-	if r.handlers == r.busy && len(r.queue) > 0 && r.handlers < r.cfg.Concurrency && !r.stopped {
-		r.handlers++
-		r.handlerGroup.Add(1)
-		go r.handlerLoop()
+// handlerPool is the handler goroutines of a run (handlerLoop): it owns
+// how many run and how many of those hold a job, up to limit
+// (Concurrency), and the wait group shutdown waits on (waitHandlers). Its
+// counts are guarded by the run's mu, since whether a goroutine starts or
+// retires depends on the prefetched queue beside them: claims call
+// startLocked for the jobs they queued, and handler goroutines call
+// startLocked, retireLocked and doneLocked as they take jobs (pop) and
+// finish them (handlerLoop).
+//
+// It starts a goroutine when jobs are queued and every goroutine is busy
+// with a job, and at most one at a time: every goroutine calls startLocked
+// again as it takes a job, so while handlers block (on I/O, say), each
+// goroutine started takes a job and starts the next, and all Concurrency
+// run within moments. Handlers that return at once keep taking queued
+// jobs themselves: the goroutine started last is still waiting to run, so
+// no other is started. Starting one goroutine per queued job cost quick
+// handlers a goroutine's creation and a wake-up of an idle P per job, and
+// a thousand goroutines contending for the run's mu (BenchmarkEngine:
+// 40-50% of the worker's CPU per job).
+type handlerPool struct {
+	limit   int            // Concurrency
+	run     func()         // a handler goroutine's body (the run's handlerLoop)
+	running int            // started and not returned
+	busy    int            // of those, running a job
+	group   sync.WaitGroup // every handler goroutine
+}
+
+// startLocked starts a handler goroutine if queued jobs wait for one (see
+// handlerPool) and the run still starts jobs; the run's mu must be held.
+func (p *handlerPool) startLocked(queued int, stopped bool) {
+	if p.running == p.busy && queued > 0 && p.running < p.limit && !stopped {
+		p.running++
+		p.group.Add(1)
+		go p.run()
 	}
 }
 
-// handlerNext records that a handler goroutine finished its job, and
+// doneLocked records that a handler goroutine finished its job, and
 // reports whether it should take another: false, counting it gone, when
 // no job is queued (so that it does not wait for a token of its group's
-// budget with nothing to run) or the worker is stopping.
-func (r *runner[T]) handlerNext() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.busy--
-	return !r.retireIdleLocked()
+// budget with nothing to run) or the run is stopping. The run's mu must
+// be held.
+func (p *handlerPool) doneLocked(queued int, stopped bool) bool {
+	p.busy--
+	return !p.retireLocked(queued, stopped)
 }
 
-// retireIdleLocked reports whether a free handler goroutine has nothing
-// to take (no job is queued, or the worker is stopping), and then counts
-// it gone; r.mu must be held.
-func (r *runner[T]) retireIdleLocked() bool {
-	if r.stopped || len(r.queue) == 0 {
-		r.handlers--
+// retireLocked reports whether a free handler goroutine has nothing to
+// take (no job is queued, or the run is stopping), and then counts it
+// gone; the run's mu must be held.
+func (p *handlerPool) retireLocked(queued int, stopped bool) bool {
+	if stopped || queued == 0 {
+		p.running--
 		return true
 	}
 	return false
 }
 
-// handlerGone records that a handler goroutine that holds no job returns.
-func (r *runner[T]) handlerGone() {
-	r.mu.Lock()
-	r.handlers--
-	r.mu.Unlock()
-}
+// goneLocked records that a handler goroutine that holds no job returns;
+// the run's mu must be held.
+func (p *handlerPool) goneLocked() { p.running-- }
 
 // pop takes the next prefetched job with its handler's context for a
 // handler goroutine, counting it busy; it returns ok false, and counts the
@@ -135,7 +155,7 @@ func (r *runner[T]) handlerGone() {
 // job is nil when its lease was lost meanwhile. A job an operator
 // cancelled while it was prefetched comes without a context: it must not
 // start. With finished set, the goroutine's previous job first stops
-// counting as busy (see handlerNext).
+// counting as busy (see handlerPool.doneLocked).
 //
 // A job whose cancel state the run last read recheckAfter or more ago
 // comes without a context and with check: the jobs to recheck first (it
@@ -147,12 +167,12 @@ func (r *runner[T]) pop(finished bool, token func()) (_ *entry[T], _ context.Con
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if finished {
-		r.busy--
+		r.handlers.busy--
 	}
-	if r.retireIdleLocked() {
+	if r.handlers.retireLocked(len(r.queue), r.stopped) {
 		return nil, nil, nil, false
 	}
-	r.busy++
+	r.handlers.busy++
 	e := r.queue[0]
 	r.queue[0] = nil
 	r.queue = r.queue[1:]
@@ -167,11 +187,11 @@ func (r *runner[T]) pop(finished bool, token func()) (_ *entry[T], _ context.Con
 	}
 	if now := time.Now(); now.Sub(e.checkedAt) >= recheckAfter {
 		check = r.staleQueuedLocked(now, append(check, e))
-		r.startHandlersLocked()
+		r.handlers.startLocked(len(r.queue), r.stopped)
 		return e, nil, check, true
 	}
 	ctx := r.startLocked(e)
-	r.startHandlersLocked()
+	r.handlers.startLocked(len(r.queue), r.stopped)
 	return e, ctx, nil, true
 }
 

@@ -324,12 +324,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	var buf []ClaimedRow
-	select {
-	case buf = <-r.claimBufs:
-	default:
-	}
-	rows, short, err := r.claimRows(ctx, buf[:0], limit, inTurn)
+	rows, short, err := r.claimRows(ctx, r.claimBufs.take(), limit, inTurn)
 	turnWaited := inTurn && errors.Is(err, errTurnWaited)
 	if turnWaited {
 		r.log.Warn("skipjack: a claim waited too long for its turn; claiming without turns for a while (pg_locks shows who holds the advisory lock)",
@@ -356,7 +351,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		rows = rows[:0]
 		err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
 	}
-	defer r.keepClaimBuf(rows)
+	defer r.claimBufs.keep(rows)
 	r.hooks.claimDone(limit, len(rows), took, err)
 	// Payloads are decoded here, on one goroutine whose stack has grown
 	// once, rather than on the handler goroutines, which start with
@@ -394,7 +389,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 			// This worker claimed the job again after a rescuer took it
 			// from an earlier claim of ours: that attempt no longer owns
 			// it. Its handler is cancelled and its result dropped.
-			ends = append(ends, r.loseLocked(old))
+			ends = append(ends, r.leases.loseLocked(old))
 			stale++
 		}
 		r.held[e.row.ID] = e
@@ -404,7 +399,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if r.prepaid {
 		r.budget.ReleaseN(limit - len(rows))
 	}
-	r.startHandlersLocked()
+	r.handlers.startLocked(len(r.queue), r.stopped)
 	r.mu.Unlock()
 	runAll(ends)
 	if stale > 0 {
@@ -465,15 +460,35 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 	return rows, short, err
 }
 
-// keepClaimBuf keeps the slice a claim scanned its rows into for a later
-// claim, once the rows are copied into entries: cleared, so that it holds
-// no payload alive, and only while the free list has room (one per claim
-// in flight). A worker thus keeps at most maxClaimsInFlight slices, each
-// as large as its largest claim (about 300 KB for 2,000 jobs).
-func (r *runner[T]) keepClaimBuf(rows []ClaimedRow) {
+// claimBufs is the free list of the slices claims scan their rows into:
+// it owns those slices between claims. The claims of a run (claim) take
+// one before their statement and give it back once its rows are copied
+// into entries; it needs no lock of the run, being a channel.
+type claimBufs chan []ClaimedRow
+
+// newClaimBufs returns a free list that keeps at most maxClaimsInFlight
+// slices.
+func newClaimBufs() claimBufs { return make(claimBufs, maxClaimsInFlight) }
+
+// take returns a kept slice, empty, or nil when none is kept.
+func (b claimBufs) take() []ClaimedRow {
+	select {
+	case buf := <-b:
+		return buf[:0]
+	default:
+		return nil
+	}
+}
+
+// keep keeps the slice a claim scanned its rows into for a later claim,
+// once the rows are copied into entries: cleared, so that it holds no
+// payload alive, and only while the free list has room (one per claim in
+// flight). A worker thus keeps at most maxClaimsInFlight slices, each as
+// large as its largest claim (about 300 KB for 2,000 jobs).
+func (b claimBufs) keep(rows []ClaimedRow) {
 	clear(rows)
 	select {
-	case r.claimBufs <- rows[:0]:
+	case b <- rows[:0]:
 	default:
 	}
 }

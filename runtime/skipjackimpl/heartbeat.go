@@ -31,13 +31,31 @@ import (
 // and gives back its prefetched jobs, since a rescuer may soon take them;
 // the results of the cancelled handlers are still written under the fence.
 
+// leases keeps the leases of the jobs a run holds, on two goroutines of
+// its own that run starts: heartbeatLoop renews them and acts on what the
+// renewal reports (jobs an operator cancelled, jobs another attempt took),
+// and watchLoop gives them up when the run cannot prove it is alive
+// (doubt) or a handler ignores its context long past the queue's timeout
+// (abandonOverruns). The operator loop and the recheck before a start
+// call heartbeat and renew; a claim that takes a job this run held calls
+// loseLocked. It owns the orphans; the held jobs it works on are the
+// run's, under the run's mu.
+type leases[T any] struct {
+	r *runner[T]
+	// orphans are the jobs taken from this run (loseLocked) whose
+	// handlers still ran, holding a token of the group's budget; guarded
+	// by r.mu. See abandonOverruns.
+	orphans []*entry[T]
+}
+
 // heartbeatLoop extends the leases of every job the worker holds
 // (prefetched, running, or done but not yet acknowledged) with one
 // statement every Lease/3, until stop is closed.
-func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
+func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
+	r := l.r
 	interval := r.spec.Lease / 3
 	tick(stop, interval, func() {
-		if err := r.heartbeat(interval); err != nil {
+		if err := l.heartbeat(interval); err != nil {
 			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
 	})
@@ -47,7 +65,8 @@ func (r *runner[T]) heartbeatLoop(stop <-chan struct{}) {
 // this worker (a rescuer made them pending again while it could not prove
 // it was alive): their handlers' contexts are cancelled with
 // skipjack.ErrLeaseLost and their results are dropped.
-func (r *runner[T]) heartbeat(timeout time.Duration) error {
+func (l *leases[T]) heartbeat(timeout time.Duration) error {
+	r := l.r
 	now := time.Now()
 	r.mu.Lock()
 	es := make([]*entry[T], 0, len(r.held))
@@ -62,13 +81,14 @@ func (r *runner[T]) heartbeat(timeout time.Duration) error {
 		}
 	}
 	r.mu.Unlock()
-	return r.renew(es, timeout)
+	return l.renew(es, timeout)
 }
 
 // renew runs one heartbeat statement over es (held jobs, none lost) and
 // acts on what it reports: cancels (see cancelJobs) and jobs this run no
 // longer owns (except those CompleteTx acknowledged, see below).
-func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
+func (l *leases[T]) renew(es []*entry[T], timeout time.Duration) error {
+	r := l.r
 	if len(es) == 0 {
 		return nil
 	}
@@ -80,7 +100,7 @@ func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 		return fmt.Errorf("heartbeat %s: %w", r.spec.Name, err)
 	}
 	if len(cancelled) > 0 {
-		r.cancelJobs(cancelled)
+		l.cancelJobs(cancelled)
 	}
 	if len(kept) == len(es) {
 		return nil
@@ -99,7 +119,7 @@ func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 		if e.txAcked.Load() {
 			continue // CompleteTx may have committed it: the fenced write of its result decides
 		}
-		ends = append(ends, r.loseLocked(e))
+		ends = append(ends, l.loseLocked(e))
 		lost++
 	}
 	r.mu.Unlock()
@@ -115,7 +135,8 @@ func (r *runner[T]) renew(es []*entry[T], timeout time.Duration) error {
 // jobs: the database does so whatever the handler returns), and prefetched
 // jobs are marked so that they never start, and given back at once
 // (released, they end failed "cancelled"), which frees their slots.
-func (r *runner[T]) cancelJobs(ids []int64) {
+func (l *leases[T]) cancelJobs(ids []int64) {
+	r := l.r
 	r.mu.Lock()
 	drop := false
 	for _, id := range ids {
@@ -145,15 +166,15 @@ func (r *runner[T]) cancelJobs(ids []int64) {
 // and its result will be dropped. r.mu must be held. It returns what ends
 // e's isolation if e is a running suspect (see isolate.go), for the caller
 // to run once it released r.mu, or a no-op.
-func (r *runner[T]) loseLocked(e *entry[T]) func() {
+func (l *leases[T]) loseLocked(e *entry[T]) func() {
 	e.lost.Store(true)
-	r.forget(e)
+	l.r.forget(e)
 	if e.cancel != nil {
 		e.cancel(skipjack.ErrLeaseLost)
 		if e.token != nil && !e.startedAt.IsZero() {
 			// abandonOverruns bounds its token. (A suspect still waiting
 			// for isolation stops waiting now, and returns its token.)
-			r.orphans = append(r.orphans, e)
+			l.orphans = append(l.orphans, e)
 		}
 	}
 	if end := e.endIsolation; end != nil {
@@ -169,10 +190,11 @@ func runAll(fs []func()) {
 	}
 }
 
-// leaseWatchLoop watches what this worker can still prove, until stop is
+// watchLoop watches what this worker can still prove, until stop is
 // closed: when it cannot prove it is alive (see doubt) and when handlers
 // ignore their context long past the queue's timeout (see abandonOverruns).
-func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
+func (l *leases[T]) watchLoop(stop <-chan struct{}) {
+	r := l.r
 	interval := r.spec.Lease / 3
 	t := time.NewTicker(max(interval/4, 10*time.Millisecond))
 	defer t.Stop()
@@ -181,11 +203,11 @@ func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			if n := r.doubt(now, r.spec.Lease-interval); n > 0 {
+			if n := l.doubt(now, r.spec.Lease-interval); n > 0 {
 				r.log.Warn("skipjack: cannot prove this worker is alive (its renewals keep failing); running handlers are cancelled and prefetched jobs given back, finished results are still written",
 					"jobs", n, "unproven_after", r.spec.Lease-interval)
 			}
-			if ids := r.abandonOverruns(now, r.spec.Timeout+r.spec.Lease); len(ids) > 0 {
+			if ids := l.abandonOverruns(now, r.spec.Timeout+r.spec.Lease); len(ids) > 0 {
 				r.log.Warn("skipjack: handlers ignore their context long past the queue's timeout; their attempts are recorded as failed, so the jobs run again, and their results are dropped",
 					"jobs", ids, "timeout", r.spec.Timeout, "abandoned_after", r.spec.Timeout+r.spec.Lease)
 			}
@@ -198,7 +220,8 @@ func (r *runner[T]) leaseWatchLoop(stop <-chan struct{}) {
 // with skipjack.ErrLeaseLost (once each; their results are still written,
 // fenced by the claim token) and gives back the prefetched jobs. It
 // returns how many jobs it acted on.
-func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
+func (l *leases[T]) doubt(now time.Time, proof time.Duration) int {
+	r := l.r
 	if !r.liveness.doubting(now, proof) {
 		return 0
 	}
@@ -231,7 +254,8 @@ func (r *runner[T]) doubt(now time.Time, proof time.Duration) int {
 // worker's own Concurrency stays taken until it returns. A job taken from
 // this run while its handler ran (orphans) gives back its budget token at
 // the same limit: its handler was cancelled with skipjack.ErrLeaseLost.
-func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
+func (l *leases[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 {
+	r := l.r
 	r.mu.Lock()
 	var abandoned []*entry[T]
 	var ends []func()
@@ -248,8 +272,8 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 			ends = append(ends, e.token)
 		}
 	}
-	kept := r.orphans[:0]
-	for _, e := range r.orphans {
+	kept := l.orphans[:0]
+	for _, e := range l.orphans {
 		switch {
 		case e.cancel == nil: // its handler returned, and gave back its token
 		case now.Sub(e.startedAt) > limit:
@@ -258,8 +282,8 @@ func (r *runner[T]) abandonOverruns(now time.Time, limit time.Duration) []int64 
 			kept = append(kept, e)
 		}
 	}
-	clear(r.orphans[len(kept):])
-	r.orphans = kept
+	clear(l.orphans[len(kept):])
+	l.orphans = kept
 	r.mu.Unlock()
 	ids := make([]int64, 0, len(abandoned))
 	for _, e := range abandoned {

@@ -14,7 +14,7 @@ import (
 //
 //   - Cancel and Pause notify the queue's channel with a payload (see
 //     noteCancel, notePause), and the listener hands that to the workers
-//     subscribed to it (operatorLoop): a cancel makes the worker read the
+//     subscribed to it (operatorNotes): a cancel makes the worker read the
 //     cancel state of every job it holds at once, a pause makes it give
 //     its prefetched jobs back.
 //   - A job that waited in prefetch for recheckAfter or more since the run
@@ -37,19 +37,32 @@ const recheckAfter = time.Second
 // cancels its handler if it was cancelled.
 const recheckTimeout = 2 * time.Second
 
-// operatorLoop acts on the operators' notifications for the queue until
-// stop is closed.
-func (r *runner[T]) operatorLoop(stop <-chan struct{}) {
+// operatorNotes acts on the notifications an operator's Cancel and Pause
+// send to the queue, on a goroutine of its own that run starts (loop):
+// it owns the channels the listener hands them over (nil when polling
+// only). A cancel makes the run's leases read the cancel state of every
+// held job at once (heartbeat); a pause gives the prefetched jobs back
+// (givePausedBack). The jobs are the run's, under the run's mu.
+type operatorNotes[T any] struct {
+	r            *runner[T]
+	cancelsNoted <-chan struct{} // an operator cancelled jobs of the queue
+	pauseNoted   <-chan struct{} // an operator paused the queue
+}
+
+// loop acts on the operators' notifications for the queue until stop is
+// closed.
+func (o *operatorNotes[T]) loop(stop <-chan struct{}) {
+	r := o.r
 	for {
 		select {
 		case <-stop:
 			return
-		case <-r.cancelsNoted:
-			if err := r.heartbeat(r.stmtTimeout); err != nil {
+		case <-o.cancelsNoted:
+			if err := r.leases.heartbeat(r.stmtTimeout); err != nil {
 				r.log.Warn("skipjack: reading which held jobs were cancelled failed; the next heartbeat reads it again", "error", err)
 			}
-		case <-r.pauseNoted:
-			r.givePausedBack()
+		case <-o.pauseNoted:
+			o.givePausedBack()
 		}
 	}
 }
@@ -58,7 +71,8 @@ func (r *runner[T]) operatorLoop(stop <-chan struct{}) {
 // attempt restored) when an operator paused the queue, so that none of
 // them starts until Resume. A claim in flight meanwhile gives its jobs
 // back too (see pauses): it may have read the queue before the pause.
-func (r *runner[T]) givePausedBack() {
+func (o *operatorNotes[T]) givePausedBack() {
+	r := o.r
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -119,7 +133,7 @@ func (r *runner[T]) staleQueuedLocked(now time.Time, dst []*entry[T]) []*entry[T
 // recheck reads the cancel state of es, prefetched jobs about to start
 // (see pop), and acts on it as the heartbeat does.
 func (r *runner[T]) recheck(es []*entry[T]) {
-	if err := r.renew(es, recheckTimeout); err != nil {
+	if err := r.leases.renew(es, recheckTimeout); err != nil {
 		r.log.Warn("skipjack: checking prefetched jobs for cancels before they start failed; starting them", "error", err)
 	}
 }

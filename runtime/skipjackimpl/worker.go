@@ -109,10 +109,15 @@ func (w *Worker[T]) runIn(ctx context.Context, budget *link.Budget) error {
 }
 
 // runner is one Run of a Worker: the producer, which claims jobs
-// (fetch.go), runs their handlers (execute.go), renews their leases and
-// watches their deadlines (heartbeat.go, timeout.go) and lets a suspect
-// run alone (isolate.go). It owns the jobs the run holds, under mu. The
-// parts that do not need that lock are its own types: the completer
+// (fetch.go), runs their handlers (execute.go), watches their deadlines
+// (timeout.go) and lets a suspect run alone (isolate.go). It owns the jobs
+// the run holds, under mu. Parts that work on those jobs under mu are
+// types of their own, each owning its state: the handler goroutines'
+// counts (handlerPool, execute.go), the leases' renewal and watch
+// (leases, heartbeat.go), the operators' notifications (operatorNotes,
+// operator.go) and the deadlines (timeoutList). The free list of claim
+// buffers (claimBufs, fetch.go) needs no lock. The parts that do not need
+// mu at all are its own types too: the completer
 // writes results (completer.go), the liveness keeps the run's row in the
 // workers table (liveness.go), the maintainer rescues, prunes and inserts
 // periodic jobs (maintain.go, periodic.go), and the hook caller reports
@@ -148,10 +153,9 @@ type runner[T any] struct {
 	// a handler, holding the limit that other processes could have used,
 	// and started in a burst past the rate once the budget freed.
 	prepaid bool
-	// orphans are the jobs taken from this run (loseLocked) whose handlers
-	// still ran, holding a token of budget; guarded by mu. See
-	// abandonOverruns.
-	orphans []*entry[T]
+
+	leases   leases[T]        // renews the held jobs' leases, or gives them up
+	operator operatorNotes[T] // acts on operators' cancels and pauses
 
 	hooks    *hookCaller[T]
 	results  *completer[T]
@@ -172,21 +176,16 @@ type runner[T any] struct {
 	pauses   int                 // pause notices so far: a claim in flight across one gives its jobs back
 	timeouts *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
 
-	// Handler goroutines (startHandlersLocked), guarded by mu.
-	handlers     int            // started and not returned
-	busy         int            // of those, running a job
-	handlerGroup sync.WaitGroup // every handler goroutine
+	handlers handlerPool // the handler goroutines; its counts guarded by mu
 
 	// Wake-ups, named after what they announce.
-	capacityFreed chan struct{}     // to the fetcher: held jobs were let go, or a due time was noted
-	claimable     chan struct{}     // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
-	wake          <-chan struct{}   // to the fetcher: the queue was notified; nil when polling only
-	cancelsNoted  <-chan struct{}   // to the operator loop: an operator cancelled jobs of the queue; nil when polling only
-	pauseNoted    <-chan struct{}   // to the operator loop: an operator paused the queue; nil when polling only
-	stopHandlers  chan struct{}     // closed when no job starts any more
-	handlerBase   context.Context   // parent of handler contexts: Run's values, never cancelled
-	claims        sync.WaitGroup    // claim statements in flight
-	claimBufs     chan []ClaimedRow // slices claims scan rows into, kept for the next claims (keepClaimBuf)
+	capacityFreed chan struct{}   // to the fetcher: held jobs were let go, or a due time was noted
+	claimable     chan struct{}   // to the fetcher: jobs it could not claim may be claimable now (a rescue, the end of isolation, a settled job of a limited or serial queue)
+	wake          <-chan struct{} // to the fetcher: the queue was notified; nil when polling only
+	stopHandlers  chan struct{}   // closed when no job starts any more
+	handlerBase   context.Context // parent of handler contexts: Run's values, never cancelled
+	claims        sync.WaitGroup  // claim statements in flight
+	claimBufs     claimBufs       // slices claims scan rows into, kept for the next claims
 }
 
 // entry is one claimed job.
@@ -246,10 +245,12 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
 		capacityFreed: make(chan struct{}, 1),
-		claimBufs:     make(chan []ClaimedRow, maxClaimsInFlight),
+		claimBufs:     newClaimBufs(),
 		claimable:     make(chan struct{}, 1),
 		stopHandlers:  make(chan struct{}),
 	}
+	r.leases.r, r.operator.r = r, r
+	r.handlers.limit, r.handlers.run = c, r.handlerLoop
 	r.timeouts = &timeoutList[T]{mu: &r.mu, timeout: w.spec.Timeout, wake: make(chan struct{}, 1)}
 	r.liveness = &liveness{id: liveID(w.cfg.WorkerID), lease: w.spec.Lease, name: w.spec.Name, log: log}
 	r.results = &completer[T]{
@@ -310,7 +311,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	if r.spec.Channel != "" && !r.cfg.PollOnly {
 		var sub *subscription
 		sub, unsubscribe = r.owner.subscribe(r.spec.Channel, r.cfg.Logger)
-		r.wake, r.cancelsNoted, r.pauseNoted = sub.wake, sub.cancelled, sub.paused
+		r.wake, r.operator.cancelsNoted, r.operator.pauseNoted = sub.wake, sub.cancelled, sub.paused
 	}
 	defer unsubscribe()
 
@@ -320,10 +321,10 @@ func (r *runner[T]) run(ctx context.Context) error {
 	flusher.Go(func() { r.results.flushLoop(final) })
 	stopBackground := make(chan struct{})
 	background.Go(func() { r.liveness.loop(stopBackground) })
-	background.Go(func() { r.heartbeatLoop(stopBackground) })
-	background.Go(func() { r.leaseWatchLoop(stopBackground) })
+	background.Go(func() { r.leases.heartbeatLoop(stopBackground) })
+	background.Go(func() { r.leases.watchLoop(stopBackground) })
 	background.Go(func() { r.timeouts.loop(stopBackground) })
-	background.Go(func() { r.operatorLoop(stopBackground) })
+	background.Go(func() { r.operator.loop(stopBackground) })
 	background.Go(func() { maint.loop(stopBackground) })
 	if len(r.spec.Schedules) > 0 && r.w.slots != nil {
 		background.Go(func() { maint.scheduleLoop(stopBackground) })
@@ -402,7 +403,7 @@ func (r *runner[T]) takeQueuedLocked() []*entry[T] {
 func (r *runner[T]) waitHandlers(deadline time.Time) []int64 {
 	done := make(chan struct{})
 	go func() {
-		r.handlerGroup.Wait()
+		r.handlers.group.Wait()
 		close(done)
 	}()
 	t := time.NewTimer(time.Until(deadline))
