@@ -83,6 +83,7 @@ mutants=(
   "abandoned-handler-keeps-group-slot :: skipjackimpl/heartbeat.go :: s/^\t\t\tends = append(ends, e.token)$/\t\t\t_ = e.token/ :: TestRunGroupAbandonedHandlerGivesBackItsSlot :: ."
   "cancel-keeps-eleven-errors :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Cancel :execrows/,/ELSE t.\"errors\" END/s/+ 1 - 10$/+ 1 - 11/ :: TestCancelKeepsLastTenErrors :: ."
   "completetx-result-dropped :: skipjackimpl/execute.go :: s/^\tqueue := !e.lost.Load() \&\& !e.abandoned$/\tqueue := !e.lost.Load() \&\& !e.abandoned \&\& !(acked \&\& completed)/ :: TestCompleteTxEveryOutcome :: ."
+  "completetx-wait-counted-twice :: skipjackimpl/counts.go :: s/if e.startedAt.IsZero() || e.txAcked.Load() {/if e.startedAt.IsZero() {/ :: TestActivityCountsDeletedJobs :: ."
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go

@@ -30,11 +30,14 @@ func (c *dbClock) observe(sent, answered, dbNow time.Time) {
 // waitHistogram counts, over skipjack.WaitBounds, how long the jobs of es
 // waited from their run_at until their handlers started, on the database's
 // clock (as far as c knows it). It has len(skipjack.WaitBounds)+1 buckets,
-// the counts table's.
+// the counts table's. Jobs CompleteTx acknowledged are left out: their
+// acknowledgement was written in the handler's transaction, and the
+// batched one that follows it matches nothing once that committed (after
+// a rollback, rare, the wait goes uncounted rather than counted twice).
 func waitHistogram[T any](c *dbClock, es []*entry[T]) []int64 {
 	h := make([]int64, len(skipjack.WaitBounds)+1)
 	for _, e := range es {
-		if e.startedAt.IsZero() {
+		if e.startedAt.IsZero() || e.txAcked.Load() {
 			continue
 		}
 		h[waitBucket(e.startedAt.Add(-c.skew).Sub(e.row.RunAt))]++
