@@ -60,13 +60,14 @@ func TestHeartbeatCancelsLostJob(t *testing.T) {
 	}
 	started := make(chan struct{})
 	cause := make(chan error, 1)
+	logs := newLogs(t)
 	w := slow.NewWorker(pool, func(ctx context.Context, job *slow.Job) error {
 		close(started)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
 		return ctx.Err()
-	}, skipjack.WorkerConfig{Logger: quietLogger(t)})
-	start(t, w)
+	}, skipjack.WorkerConfig{Logger: logs.logger()})
+	stop := start(t, w)
 	<-started
 
 	// Another claim of the same job: the claim token moves on.
@@ -86,6 +87,13 @@ func TestHeartbeatCancelsLostJob(t *testing.T) {
 	row, ok := getJob(t, pool, "slow", id)
 	if !ok || row.State != "running" || row.Attempt != 1 {
 		t.Errorf("job after the lost attempt = %+v (found %v), want it untouched: running, attempt 1", row, ok)
+	}
+	// The worker knew the attempt was lost, so it dropped its result rather
+	// than send a write that the claim token then refused. Stopping flushes
+	// every result the worker kept.
+	stop()
+	if logs.contains("WARN", "matched no running attempt") {
+		t.Errorf("the lost attempt's result was sent and refused, not dropped:\n%s", logs)
 	}
 }
 
