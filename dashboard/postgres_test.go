@@ -20,7 +20,7 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
-	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs"
+	"github.com/skipjack-dev/skipjack/dashboard/internal/dashtest"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/resizeimage"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/sendemail"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/syncaccount"
@@ -34,59 +34,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // testWorker is the WorkerID of the tests' workers; their jobs record it with the run's suffix ("<WorkerID>/<8 hex>").
 const testWorker = "dashboard-test-worker"
 
-// newDB returns a pool on a fresh database with the test queues migrated.
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool := skipjacktest.NewPool(t)
-	if err := testjobs.Migrate(t.Context(), pool); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return pool
-}
-
-// admins returns the admin views of the test queues on db.
-func admins(db skipjack.DBTX) []skipjack.QueueAdmin {
-	return []skipjack.QueueAdmin{sendemail.Admin(db), resizeimage.Admin(db), syncaccount.Admin(db)}
-}
-
-// waitFor polls cond until it holds, failing the test after 30s.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting until %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// runWorker runs run (a worker's Run) until stop is called; stop returns
-// after Run has.
-func runWorker(t *testing.T, run func(context.Context) error) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("worker: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
+// The helpers shared with the browser tests' module.
+var (
+	newDB     = dashtest.NewDB
+	admins    = dashtest.Admins
+	waitFor   = dashtest.WaitFor
+	runWorker = dashtest.RunWorker
+)
 
 // workerConfig is a worker that polls often, so retries run soon.
 var workerConfig = skipjack.WorkerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, Logger: quiet, WorkerID: testWorker}

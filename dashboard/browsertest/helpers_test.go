@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,74 +14,27 @@ import (
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
-	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs"
+	"github.com/skipjack-dev/skipjack/dashboard/internal/dashtest"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/resizeimage"
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/sendemail"
-	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/syncaccount"
 )
 
-// The helpers below are the dashboard package's test helpers
-// (dashboard/postgres_test.go), which a test file of another module cannot
-// import; they seed the dashboard's test queues the same way.
+// The seeding below mirrors the dashboard package's (a test file of another
+// module cannot be imported); the smaller helpers are shared through
+// dashboard/internal/dashtest.
 
 func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
 
 // quiet is a logger for workers that the tests make fail on purpose.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// newDB returns a pool on a fresh database with the test queues migrated.
-func newDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool := skipjacktest.NewPool(t)
-	if err := testjobs.Migrate(t.Context(), pool); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return pool
-}
-
-// admins returns the admin views of the test queues on db.
-func admins(db skipjack.DBTX) []skipjack.QueueAdmin {
-	return []skipjack.QueueAdmin{sendemail.Admin(db), resizeimage.Admin(db), syncaccount.Admin(db)}
-}
-
-// waitFor polls cond until it holds, failing the test after 30s.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting until %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// runWorker runs run (a worker's Run) until stop is called; stop returns
-// after Run has.
-func runWorker(t *testing.T, run func(context.Context) error) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("worker: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
+// The helpers shared with the browser tests' module.
+var (
+	newDB     = dashtest.NewDB
+	admins    = dashtest.Admins
+	waitFor   = dashtest.WaitFor
+	runWorker = dashtest.RunWorker
+)
 
 // workerConfig is a worker that polls often, so retries run soon.
 var workerConfig = skipjack.WorkerConfig{Concurrency: 2, PollInterval: 50 * time.Millisecond, Logger: quiet, WorkerID: "dashboard-browser-test-worker"}
