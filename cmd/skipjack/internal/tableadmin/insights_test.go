@@ -2,8 +2,6 @@ package tableadmin_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,11 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
-	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
 	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
-	"github.com/skipjack-dev/skipjack/generator"
-	"github.com/skipjack-dev/skipjack/generator/config"
 )
 
 // TestInsights runs what the dashboard's second round reads through the
@@ -26,20 +21,7 @@ import (
 // their next slots.
 func TestInsights(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "schedule", "skipjack.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := generator.QueueSQLs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(t, pool, string(up))
+	digest, pool := goldenQueue(t, "schedule", "send_digest")
 	exec(t, pool, `INSERT INTO skipjack.send_digest (payload, state, finished_at, errors) VALUES
 		('{"user_id": 1, "week": "w1"}', 'failed', now() - interval '3 minutes', '[{"error": "user 1 has no address"}]'),
 		('{"user_id": 2, "week": "w1"}', 'failed', now() - interval '2 minutes', '[{"error": "user 22 has no address"}]'),
@@ -50,12 +32,6 @@ func TestInsights(t *testing.T) {
 		('send_digest', date_trunc('minute', now()) - interval '2 minutes', 'b/1', 3, 0, 0, array_fill(1::bigint, ARRAY[21])),
 		('send_digest', date_trunc('minute', now()) - interval '1 minute', 'a/1', 4, 0, 0, array_fill(0::bigint, ARRAY[21])),
 		('refresh_cache', date_trunc('minute', now()) - interval '1 minute', 'a/1', 9, 9, 9, array_fill(0::bigint, ARRAY[21]))`)
-	var digest generator.QueueSQL
-	for _, q := range qs {
-		if q.Name == "send_digest" {
-			digest = q
-		}
-	}
 	a, err := tableadmin.New(digest, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -125,31 +101,12 @@ func TestInsights(t *testing.T) {
 // and the page holds exactly the jobs a table scan finds.
 func TestListByUniqueKey(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "schedule", "skipjack.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := generator.QueueSQLs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "schedule", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(t, pool, string(up))
+	cache, pool := goldenQueue(t, "schedule", "refresh_cache")
 	exec(t, pool, `INSERT INTO skipjack.refresh_cache (payload, state, finished_at) VALUES
 		('{"region": "eu"}', 'failed', now()),
 		('{"region": "eu", "note": "again"}', 'pending', NULL),
 		('{"region": "us"}', 'pending', NULL),
 		('{"region": "eu", "note": "old"}', 'failed', now())`)
-	var cache generator.QueueSQL
-	for _, q := range qs {
-		if q.Name == "refresh_cache" {
-			cache = q
-		}
-	}
 	a, err := tableadmin.New(cache, pool)
 	if err != nil {
 		t.Fatal(err)

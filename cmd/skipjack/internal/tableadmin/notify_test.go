@@ -2,17 +2,12 @@ package tableadmin_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 
 	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
-	"github.com/skipjack-dev/skipjack/generator"
-	"github.com/skipjack-dev/skipjack/generator/config"
 )
 
 // TestCancelAndPauseNotifyWorkers checks that the CLI's and the
@@ -23,29 +18,10 @@ import (
 // its next heartbeat, and of a pause never for the jobs it had prefetched.
 func TestCancelAndPauseNotifyWorkers(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "unique", "skipjack.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := generator.QueueSQLs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var digest generator.QueueSQL
-	for _, q := range qs {
-		if q.Name == "send_digest" {
-			digest = q
-		}
-	}
+	digest, pool := goldenQueue(t, "unique", "send_digest")
 	if digest.Channel == "" {
 		t.Fatal("send_digest has no channel; want its notify channel")
 	}
-	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "unique", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(t, pool, string(up))
 	exec(t, pool, `INSERT INTO skipjack.send_digest (payload, state, attempt, lease_expires_at, worker) VALUES
 		('{"user_id": 1, "week": "w1"}', 'running', 1, now() + interval '1 minute', 'w')`)
 	conn, err := pool.Acquire(t.Context())

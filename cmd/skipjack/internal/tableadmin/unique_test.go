@@ -3,6 +3,7 @@ package tableadmin_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,31 +22,12 @@ func TestMain(m *testing.M) { os.Exit(skipjacktest.Main(m)) }
 // completed, only the first of them is, and the key stays unique.
 func TestRetryUniqueQueue(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", "unique", "skipjack.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := generator.QueueSQLs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := skipjacktest.NewPool(t)
-	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", "unique", "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(t, pool, string(up))
+	digest, pool := goldenQueue(t, "unique", "send_digest")
 	exec(t, pool, `INSERT INTO skipjack.send_digest (payload, state, finished_at) VALUES
 		('{"user_id": 1, "week": "w1"}', 'failed', now()),
 		('{"user_id": 1, "week": "w1", "note": "again"}', 'failed', now()),
 		('{"user_id": 1, "week": "w1", "note": "third"}', 'failed', now());
 		INSERT INTO skipjack.send_digest (payload) VALUES ('{"user_id": 1, "week": "w1"}')`)
-	var digest generator.QueueSQL
-	for _, q := range qs {
-		if q.Name == "send_digest" {
-			digest = q
-		}
-	}
 	a, err := tableadmin.New(digest, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +47,31 @@ func TestRetryUniqueQueue(t *testing.T) {
 	if err != nil || s.Pending != 1 || s.Failed != 2 {
 		t.Errorf("stats after Retry: %+v, %v; want 1 pending, 2 failed", s, err)
 	}
+}
+
+// goldenQueue returns the queue named queue of the golden case goldenCase,
+// and a pool on a fresh database holding the case's first migration.
+func goldenQueue(t *testing.T, goldenCase, queue string) (generator.QueueSQL, *pgxpool.Pool) {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join("..", "..", "..", "..", "golden", goldenCase, "skipjack.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := generator.QueueSQLs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(qs, func(q generator.QueueSQL) bool { return q.Name == queue })
+	if i < 0 {
+		t.Fatalf("golden/%s declares no queue %s", goldenCase, queue)
+	}
+	pool := skipjacktest.NewPool(t)
+	up, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "golden", goldenCase, "expected", "migrations", "0001_skipjack_init.up.sql.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, pool, string(up))
+	return qs[i], pool
 }
 
 func exec(t *testing.T, pool *pgxpool.Pool, sql string) {
