@@ -29,7 +29,23 @@ import (
 // secondPool opens another pool on pool's database.
 func secondPool(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
 	t.Helper()
-	p, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
+	return openPool(t, pool.Config().Copy())
+}
+
+// adminPool opens a pool of 4 connections on pool's database for a test's
+// own statements, so that they neither take the worker's connections nor
+// wait behind its handlers.
+func adminPool(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
+	t.Helper()
+	cfg := pool.Config().Copy()
+	cfg.MaxConns = 4
+	return openPool(t, cfg)
+}
+
+// openPool opens a pool with cfg, closed when the test ends.
+func openPool(t *testing.T, cfg *pgxpool.Config) *pgxpool.Pool {
+	t.Helper()
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,12 +214,7 @@ func (l *claimLog) pool(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
 	t.Helper()
 	cfg := pool.Config().Copy()
 	cfg.ConnConfig.Tracer = l
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
+	return openPool(t, cfg)
 }
 
 func (l *claimLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {

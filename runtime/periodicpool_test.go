@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/tick"
 )
@@ -30,15 +29,7 @@ func TestPeriodicWhilePoolExhausted(t *testing.T) {
 	)
 	pool := newQueues(t, concurrency)
 	ctx := context.Background()
-	// The test's own statements use a pool of their own, so that they
-	// neither take the worker's connections nor wait behind its handlers.
-	cfg := pool.Config()
-	cfg.MaxConns = 4
-	admin, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
+	admin := adminPool(t, pool)
 
 	ps := make([]tick.Payload, concurrency)
 	for i := range ps {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/slow"
 )
@@ -33,15 +32,7 @@ func TestPoolExhaustedByHandlers(t *testing.T) {
 	)
 	pool := newQueues(t, concurrency)
 	ctx := context.Background()
-	// The test's own statements use a pool of their own, so that they
-	// neither take the worker's connections nor wait behind its handlers.
-	cfg := pool.Config()
-	cfg.MaxConns = 4
-	admin, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
+	admin := adminPool(t, pool)
 
 	ps := make([]slow.Payload, jobs)
 	for i := range ps {
