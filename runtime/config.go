@@ -53,6 +53,9 @@ type WorkerConfig struct {
 	// Hooks receives events for metrics and tracing (see Hooks for the
 	// optional interfaces it may implement). Default none.
 	Hooks Hooks
+	// Middleware wraps the handler of every attempt, the first outermost
+	// (see Middleware). Default none.
+	Middleware []Middleware
 	// PollOnly turns LISTEN off entirely: the worker finds jobs only by
 	// polling every PollInterval, and keeps no session state across
 	// statements, as PgBouncer's transaction pooling requires. Default

@@ -25,7 +25,7 @@ import (
 // runs alone among the workers sharing the pool, so that a job whose handler
 // kills the process fails without failing the jobs beside it.
 type Worker[P any] struct {
-	run func(context.Context, *link.Budget) error
+	run func(context.Context, *link.Group) error
 }
 
 // Run claims and works jobs until ctx is cancelled, then shuts down
@@ -41,20 +41,20 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	return w.runWith(ctx, nil)
 }
 
-func (w *Worker[P]) runWith(ctx context.Context, b *link.Budget) error {
+func (w *Worker[P]) runWith(ctx context.Context, g *link.Group) error {
 	if w == nil || w.run == nil {
 		return errors.New("skipjack: Run of a Worker not created by a queue package's NewWorker")
 	}
-	return w.run(ctx, b)
+	return w.run(ctx, g)
 }
 
 // setRun is what link.SetWorkerRun calls.
-func (w *Worker[P]) setRun(run func(context.Context, *link.Budget) error) { w.run = run }
+func (w *Worker[P]) setRun(run func(context.Context, *link.Group) error) { w.run = run }
 
 func init() {
-	link.SetWorkerRun = func(w any, run func(context.Context, *link.Budget) error) {
+	link.SetWorkerRun = func(w any, run func(context.Context, *link.Group) error) {
 		w.(interface {
-			setRun(func(context.Context, *link.Budget) error)
+			setRun(func(context.Context, *link.Group) error)
 		}).setRun(run)
 	}
 }
@@ -64,7 +64,7 @@ func init() {
 type GroupWorker interface {
 	// Run runs the worker on its own, as Worker.Run documents.
 	Run(ctx context.Context) error
-	runWith(ctx context.Context, b *link.Budget) error
+	runWith(ctx context.Context, g *link.Group) error
 }
 
 // GroupConfig configures RunGroup.
@@ -74,6 +74,10 @@ type GroupConfig struct {
 	// caps its share. 0 sets no shared cap: the workers then only share
 	// RunGroup's one shutdown. Negative is an error.
 	Concurrency int
+	// Middleware wraps the handler of every attempt of every worker of
+	// the group, the first outermost, outside each worker's own
+	// WorkerConfig.Middleware (see Middleware). Default none.
+	Middleware []Middleware
 }
 
 // RunGroup runs workers (of any queues) until ctx is cancelled, with at
@@ -108,9 +112,12 @@ func RunGroup(ctx context.Context, cfg GroupConfig, workers ...GroupWorker) erro
 			return fmt.Errorf("skipjack: RunGroup: worker %d is nil", i)
 		}
 	}
-	var budget *link.Budget
+	group := &link.Group{}
 	if cfg.Concurrency > 0 {
-		budget = link.NewBudget(cfg.Concurrency)
+		group.Budget = link.NewBudget(cfg.Concurrency)
+	}
+	if len(cfg.Middleware) > 0 {
+		group.Middleware = cfg.Middleware
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -118,7 +125,7 @@ func RunGroup(ctx context.Context, cfg GroupConfig, workers ...GroupWorker) erro
 	var wg sync.WaitGroup
 	for i, w := range workers {
 		wg.Go(func() {
-			if err := w.runWith(ctx, budget); err != nil {
+			if err := w.runWith(ctx, group); err != nil {
 				errs[i] = err
 				stop()
 			}

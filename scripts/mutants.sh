@@ -160,6 +160,13 @@ feature_mutants=(
   "idle-flushes-trickle :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := idle/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "claim-buffer-not-cleared :: skipjackimpl/fetch.go :: /^\tclear(rows)$/d :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
   "claim-buffer-not-kept :: skipjackimpl/fetch.go :: s/case b <- rows\[:0\]:/case b <- nil:/ :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
+  # Issue 44: middleware (order, short-circuit, RunGroup, RunJob).
+  "middleware-order-reversed :: skipjackimpl/middleware.go :: s/chain = append(chain, mw)/chain = append([]skipjack.Middleware{mw}, chain...)/ :: TestMiddlewareOrder|TestRunGroupMiddleware :: ."
+  "middleware-order-reversed-runjob :: skipjackimpl/middleware.go :: s/chain = append(chain, mw)/chain = append([]skipjack.Middleware{mw}, chain...)/ :: TestRunJobMiddleware :: ./skipjacktest"
+  "middleware-short-circuit-runs-handler :: skipjackimpl/middleware.go :: s/^\t\treturn c.run(ctx, 0)$/\t\tdefer handle(ctx, job)\n\t\treturn c.run(ctx, 0)/ :: TestMiddlewareResults :: ."
+  "middleware-short-circuit-result-dropped :: skipjackimpl/middleware.go :: s/^\treturn c.chain\[i\](ctx, c.info, func(inner context.Context) error {$/\t_ = c.chain[i](ctx, c.info, func(inner context.Context) error {/;s/^\t})$/\t})\n\treturn c.run(ctx, i+1)/ :: TestMiddlewareResults :: ."
+  "group-middleware-ignored :: skipjackimpl/worker.go :: s/r.handle = withMiddleware(r.handle, mws, r.hooks.jobInfo)/_ = mws/ :: TestRunGroupMiddleware :: ."
+  "runjob-middleware-ignored :: skipjackimpl/testing.go :: s/r.handle = withMiddleware(handle, cfg.Middleware, r.hooks.jobInfo)/r.handle = handle/ :: TestRunJobMiddleware :: ./skipjacktest"
 )
 mutants+=("${feature_mutants[@]}")
 

@@ -235,7 +235,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		hctx, cancel = context.WithTimeoutCause(ctx, r.spec.Timeout, errTimeout)
 	}
 	start := time.Now()
-	err := call(hctx, r.w.handle, job, r.log)
+	err := call(hctx, r.handle, job, r.log)
 	end := time.Now() // read once, for the duration, the overrun check and the result
 	took := end.Sub(start)
 	ran := took // measured as the deadline is

@@ -18,7 +18,7 @@ type RunOnceOpts struct {
 	// MaxAttempts overrides the queue's max_attempts.
 	MaxAttempts int
 	// Config is the worker configuration whose PollInterval (the floor of
-	// a snooze), Logger, WorkerID and Hooks apply.
+	// a snooze), Logger, WorkerID, Hooks and Middleware apply.
 	Config skipjack.WorkerConfig
 	// Trace is the trace context the job was enqueued with, stored and
 	// read back as the trace column is.
@@ -29,8 +29,8 @@ type RunOnceOpts struct {
 // the code a worker of the queue described by spec runs between a claim
 // and the write of the result: the payload is encoded as Enqueue encodes
 // it (refusing what Enqueue refuses) and decoded as a claim decodes it, and
-// the handler runs under the queue's timeout, with panics recovered, the
-// hooks called and its result resolved by the queue's rules. It touches no
+// the handler runs in its middleware under the queue's timeout, with panics
+// recovered, the hooks called and its result resolved by the queue's rules. It touches no
 // database. It returns the attempt's result and the job the handler saw
 // (nil when the payload could not be encoded). For skipjacktest.RunJob.
 func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Context, *skipjack.Job[P]) error, p P, o RunOnceOpts) (skipjack.AttemptResult, *skipjack.Job[P], error) {
@@ -63,6 +63,7 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	w := &Worker[P]{spec: spec, handle: handle, cfg: cfg}
 	log := cfg.Logger.With("queue", spec.Name)
 	r := &runner[P]{w: w, spec: spec, cfg: cfg, log: log, inflight: 1, hooks: newHookCaller[P](spec.Name, cfg, log)}
+	r.handle = withMiddleware(handle, cfg.Middleware, r.hooks.jobInfo)
 	// The result goes to a completer that nobody flushes: RunOnce returns
 	// it from the hooks.
 	r.results = &completer[P]{name: spec.Name, batchSize: 1, log: log, hooks: r.hooks, flushNow: make(chan struct{}, 1)}

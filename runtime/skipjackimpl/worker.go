@@ -92,18 +92,22 @@ func (w *Worker[T]) Run(ctx context.Context) error {
 	return w.runIn(ctx, nil)
 }
 
-// runIn is Run with the handler budget of the group the worker runs in
-// (skipjack.RunGroup), or nil: every handler holds one of its tokens while
-// its job runs.
-func (w *Worker[T]) runIn(ctx context.Context, budget *link.Budget) error {
+// runIn is Run as a member of the group g (skipjack.RunGroup), or of none
+// when g is nil: every handler holds one of the group budget's tokens
+// while its job runs, and the group's middleware wraps the worker's.
+func (w *Worker[T]) runIn(ctx context.Context, g *link.Group) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("run %s: worker is already running", w.spec.Name)
 	}
 	defer w.running.Store(false)
 	r := newRunner(w)
-	if budget != nil {
-		r.budget, r.member = budget, budget.Join()
+	if g != nil && g.Budget != nil {
+		r.budget, r.member = g.Budget, g.Budget.Join()
 		r.prepaid = w.spec.limited()
+	}
+	if g != nil {
+		mws, _ := g.Middleware.([]skipjack.Middleware)
+		r.handle = withMiddleware(r.handle, mws, r.hooks.jobInfo)
 	}
 	return r.run(ctx)
 }
@@ -156,6 +160,9 @@ type runner[T any] struct {
 
 	leases   leases[T]        // renews the held jobs' leases, or gives them up
 	operator operatorNotes[T] // acts on operators' cancels and pauses
+	// handle is the worker's handler wrapped in the middleware of its
+	// config and of its group (middleware.go).
+	handle func(context.Context, *skipjack.Job[T]) error
 
 	hooks    *hookCaller[T]
 	results  *completer[T]
@@ -249,6 +256,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		claimable:     make(chan struct{}, 1),
 		stopHandlers:  make(chan struct{}),
 	}
+	r.handle = withMiddleware(w.handle, w.cfg.Middleware, r.hooks.jobInfo)
 	r.leases.r, r.operator.r = r, r
 	r.handlers.limit, r.handlers.run = c, r.handlerLoop
 	r.timeouts = &timeoutList[T]{mu: &r.mu, timeout: w.spec.Timeout, wake: make(chan struct{}, 1)}

@@ -134,7 +134,7 @@ func Attempt(n int) RunOption { return func(o *skipjackimpl.RunOnceOpts) { o.Att
 func Trace(m map[string]string) RunOption { return func(o *skipjackimpl.RunOnceOpts) { o.Trace = m } }
 
 // WorkerConfig runs the job under cfg: its PollInterval (the floor of a
-// snooze), Logger and Hooks apply.
+// snooze), Logger, Hooks and Middleware apply.
 func WorkerConfig(cfg skipjack.WorkerConfig) RunOption {
 	return func(o *skipjackimpl.RunOnceOpts) { o.Config = cfg }
 }

@@ -7,10 +7,19 @@ package link
 import "context"
 
 // SetWorkerRun makes w, a *skipjack.Worker[P] for any P, run run when its
-// Run method is called (with a nil budget) or skipjack.RunGroup runs it
-// (with the group's budget, which every handler holds a token of while it
-// runs). Package skipjack sets it in its init.
-var SetWorkerRun func(w any, run func(context.Context, *Budget) error)
+// Run method is called (with a nil group) or skipjack.RunGroup runs it
+// (with what the group shares). Package skipjack sets it in its init.
+var SetWorkerRun func(w any, run func(context.Context, *Group) error)
+
+// Group is what skipjack.RunGroup shares with each of its workers.
+type Group struct {
+	// Budget is the group's handler budget, which every handler holds a
+	// token of while it runs; nil when the group sets no shared cap.
+	Budget *Budget
+	// Middleware is the group's []skipjack.Middleware, which wraps each
+	// worker's own; nil for none.
+	Middleware any
+}
 
 // InjectTrace returns the trace context of ctx per the process's
 // skipjack.TracePropagator, or nil without one. Package skipjack sets it
