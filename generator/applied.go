@@ -17,6 +17,10 @@ type Migration struct {
 	// Up is the SQL that applies it: the up part of the file, after the
 	// header and the state line.
 	Up string
+	// Down is the SQL that undoes it: the .down.sql file (plain,
+	// golang-migrate) or the down part of the file (goose, tern), without
+	// the tool's markers; empty when there is none.
+	Down string
 }
 
 // Migrations reads the generated migrations of cfg's migrations folder, in

@@ -39,6 +39,7 @@ type migration struct {
 	Version int
 	Name    string // file name without extension (0001_skipjack_init)
 	Up      string // the up SQL
+	Down    string // the down SQL, as readMigrations reads it; empty for planned ones
 }
 
 // migrationPlan is the existing generated migrations plus the ones the
@@ -406,13 +407,46 @@ func readMigrations(dir, format string) ([]migration, *state, int, error) {
 			return nil, nil, 0, fmt.Errorf("migration %s: unreadable state line: %w", e.Name(), err)
 		}
 		name := strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".sql"), ".up")
-		out = append(out, migration{Version: version, Name: name, Up: upSection(strings.TrimLeft(rest, "\n"), format)})
+		body := strings.TrimLeft(rest, "\n")
+		down, err := downSection(dir, name, body, format)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		out = append(out, migration{Version: version, Name: name, Up: upSection(body, format), Down: down})
 		if last == nil || version > lastVersion {
 			last, lastVersion = &st, version
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, last, maxVersion, nil
+}
+
+// downSection returns the down SQL of the migration name whose up file's
+// body is body: the .down.sql file beside it (plain, golang-migrate; "" when
+// it is missing), or the part of body after the format's separator (goose,
+// tern), without the tool's own markers, which skipjack's applier does not
+// read (goose's StatementBegin/End; a non-transactional unit keeps
+// NoTransactionMarker, which it does read).
+func downSection(dir, name, body, format string) (string, error) {
+	switch format {
+	case formatGoose:
+		_, down, _ := strings.Cut(body, gooseDown+"\n")
+		down = strings.Replace(down, gooseBegin+"\n", "", 1)
+		down = strings.Replace(down, gooseEnd+"\n", "", 1)
+		return down, nil
+	case formatTern:
+		_, down, _ := strings.Cut(body, "\n"+ternSeparator+"\n")
+		down = strings.TrimLeft(down, "\n")
+		return strings.TrimPrefix(down, ternNoTx+"\n"), nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, name+".down.sql"))
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read migrations: %w", err)
+	}
+	return strings.TrimLeft(strings.TrimPrefix(string(data), SQLHeader+"\n"), "\n"), nil
 }
 
 // upSection extracts the up SQL of a migration file's body.

@@ -6,6 +6,8 @@
 //	skipjack generate    [-f skipjack.yaml] [--allow-breaking] [--contract]
 //	skipjack check       [-f skipjack.yaml] [--allow-breaking]
 //	skipjack migrate     [-f skipjack.yaml] [--database-url URL]
+//	skipjack migrate status [-f skipjack.yaml] [--database-url URL]
+//	skipjack migrate down   [N] [--force] [-f skipjack.yaml] [--database-url URL]
 //	skipjack stats       [-f skipjack.yaml] [--database-url URL] [--json]
 //	skipjack ui          [-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--allowed-host HOST]... [--actions]
 //	skipjack schema

@@ -46,6 +46,9 @@ type options struct {
 	// contract: generate plans the contract steps of changes rolled out
 	// in two steps.
 	contract bool
+	// migrate down: how many migrations to undo, and --force.
+	steps int
+	force bool
 	// jobs: the queue, job ids, --state, --after and --limit.
 	queue string
 	ids   []int64
@@ -118,14 +121,14 @@ var commands = append([]command{
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
 	},
-}, append(jobsCommands, queuesCommands...)...)
+}, append(append(jobsCommands, queuesCommands...), migrateCommands...)...)
 
 // usage is the CLI's overall usage.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: skipjack <command> [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-13s %s\n", c.name, strings.ReplaceAll(c.summary, "\n             ", "\n                "))
+		fmt.Fprintf(&b, "  %-14s %s\n", c.name, strings.ReplaceAll(c.summary, "\n             ", "\n                 "))
 	}
 	b.WriteString("\nrun skipjack <command> -h for the flags of a command\n")
 	return b.String()
@@ -178,6 +181,9 @@ func run(args []string, e env) int {
 	}
 	name, rest := args[0], args[1:]
 	if (name == "jobs" || name == "queues") && len(rest) > 0 { // jobs list|show|retry|cancel, queues pause|resume
+		name, rest = name+" "+rest[0], rest[1:]
+	}
+	if name == "migrate" && migrateSubcommand(rest) { // migrate status|down; plain migrate applies
 		name, rest = name+" "+rest[0], rest[1:]
 	}
 	var c *command

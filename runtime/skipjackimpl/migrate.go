@@ -23,6 +23,9 @@ type Migration struct {
 	Name string
 	// Up is the SQL that applies the migration.
 	Up string
+	// Down is the SQL that undoes it, for Rollback; the generated packages
+	// leave it empty (they only apply).
+	Down string
 }
 
 // MigrateParams says which migrations Migrate applies and where it records
@@ -124,6 +127,27 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migrat
 	if err := ensureTrackingTable(ctx, pool, p.Schema, table); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", p.Config, err)
 	}
+	var done []Migration
+	// A rollback that ran between two of this run's migrations (each
+	// holds the lock on its own) undid what the run read as applied: the
+	// run then starts over from what is applied now.
+	for restarts := 0; ; restarts++ {
+		more, err := applyPending(ctx, pool, p, ms, table)
+		done = append(done, more...)
+		if !errors.Is(err, errRolledBack) || restarts == 10 {
+			return done, err
+		}
+	}
+}
+
+// errRolledBack says that the migration before the one to apply is no
+// longer recorded: a rollback undid it since the run read what was
+// applied.
+var errRolledBack = errors.New("an earlier migration was rolled back meanwhile")
+
+// applyPending applies the migrations of ms (sorted) not yet recorded in
+// table, and returns those it applied.
+func applyPending(ctx context.Context, pool *pgxpool.Pool, p MigrateParams, ms []Migration, table string) ([]Migration, error) {
 	// Reading what is applied without the lock only saves transactions:
 	// each migration is checked again under the lock before it is applied.
 	rows, err := pool.Query(ctx, "SELECT version FROM "+table+" WHERE config = $1", p.Config)
@@ -147,14 +171,18 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migrat
 	}
 	a := applier{pool: pool, table: table, config: p.Config, key: lockKey("skipjack:" + p.Config)}
 	var done []Migration
-	for _, m := range ms {
+	for i, m := range ms {
 		if applied[m.Version] {
 			continue
+		}
+		prev := 0 // the migration that must be recorded before m: the one before it
+		if i > 0 {
+			prev = ms[i-1].Version
 		}
 		var ran bool
 		delay := lockRetryDelay
 		for attempt := 1; ; attempt++ {
-			ran, err = a.apply(ctx, m)
+			ran, err = a.apply(ctx, m, prev)
 			if err == nil || attempt == lockAttempts || sqlState(err) != "55P03" { // lock_not_available
 				break
 			}
@@ -164,6 +192,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, p MigrateParams) ([]Migrat
 			case <-time.After(delay):
 			}
 			delay *= 2
+		}
+		if errors.Is(err, errRolledBack) {
+			return done, err
 		}
 		if err != nil {
 			return done, fmt.Errorf("migrate %s: %s: %w", p.Config, m.Name, err)
@@ -184,18 +215,23 @@ type applier struct {
 }
 
 // apply applies m unless another caller recorded it first, and reports
-// whether it did.
-func (a applier) apply(ctx context.Context, m Migration) (ran bool, err error) {
+// whether it did. It returns errRolledBack when prev (0 for none), the
+// migration before m, is not recorded any more.
+func (a applier) apply(ctx context.Context, m Migration, prev int) (ran bool, err error) {
 	err = withLock(ctx, a.pool, a.key, func(tx pgx.Tx) error {
 		// The simple protocol leaves no portal open, and so no snapshot
 		// held, after the check: the extended protocol's unnamed portal
 		// would keep the check's snapshot until the next statement, and a
 		// concurrent index build waits for every older snapshot.
-		var done bool
-		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+a.table+" WHERE config = $1 AND version = $2)",
-			pgx.QueryExecModeSimpleProtocol, a.config, m.Version).Scan(&done)
-		if err != nil || done {
+		var done, prevDone bool
+		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+a.table+" WHERE config = $1 AND version = $2), "+
+			"$3 = 0 OR EXISTS (SELECT FROM "+a.table+" WHERE config = $1 AND version = $3)",
+			pgx.QueryExecModeSimpleProtocol, a.config, m.Version, prev).Scan(&done, &prevDone)
+		switch {
+		case err != nil || done:
 			return err // another caller applied it while this one waited
+		case !prevDone:
+			return errRolledBack
 		}
 		if noTransaction(m.Up) {
 			// The lock transaction now holds no snapshot (read committed,
