@@ -167,6 +167,12 @@ feature_mutants=(
   "middleware-short-circuit-result-dropped :: skipjackimpl/middleware.go :: s/^\treturn c.chain\[i\](ctx, c.info, func(inner context.Context) error {$/\t_ = c.chain[i](ctx, c.info, func(inner context.Context) error {/;s/^\t})$/\t})\n\treturn c.run(ctx, i+1)/ :: TestMiddlewareResults :: ."
   "group-middleware-ignored :: skipjackimpl/worker.go :: s/r.handle = withMiddleware(r.handle, mws, r.hooks.jobInfo)/_ = mws/ :: TestRunGroupMiddleware :: ."
   "runjob-middleware-ignored :: skipjackimpl/testing.go :: s/r.handle = withMiddleware(handle, cfg.Middleware, r.hooks.jobInfo)/r.handle = handle/ :: TestRunJobMiddleware :: ./skipjacktest"
+  # Issue 44: skipjack migrate status and down.
+  "migrate-down-without-lock :: skipjackimpl/rollback.go :: s/err := withLock(ctx, pool, a.key, func(tx pgx.Tx) error {/err := pgx.BeginTxFunc(ctx, pool, lockTx, func(tx pgx.Tx) error {/ :: TestMigrateDownWaitsForLock :: ../cmd/skipjack"
+  "migrate-down-drops-jobs :: skipjackimpl/rollback.go :: s/^\t\tif n > 0 {$/\t\tif false \&\& n > 0 {/ :: TestMigrateStatusAndDown :: ../cmd/skipjack"
+  "migrate-down-oldest-first :: skipjackimpl/rollback.go :: s/ORDER BY version DESC/ORDER BY version/ :: TestMigrateStatusAndDown :: ../cmd/skipjack"
+  "migrate-no-restart-after-rollback :: skipjackimpl/migrate.go :: s/^\tcase !prevDone:$/\tcase false \&\& !prevDone:/ :: TestConcurrentMigrateAndDown :: ../cmd/skipjack"
+  "migrate-status-ignores-applied :: skipjackimpl/rollback.go :: s/^\t\t\tapplied\[int(v)\] = MigrationStatus{Version: int(v), Name: name, AppliedAt: \&at}$/\t\t\t_ = at/ :: TestMigrateStatusAndDown :: ../cmd/skipjack"
 )
 mutants+=("${feature_mutants[@]}")
 
