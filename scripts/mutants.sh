@@ -189,6 +189,7 @@ feature_mutants=(
   "cli-resume-not-notified :: ../queries/queries.sql.tmpl :: s/^SELECT pg_notify({{.Channel}}, '') FROM resumed;/SELECT 1 FROM resumed;/ :: TestGate3QueuesResumeWakesWorkers :: ../cmd/skipjack"
   "tableadmin-resume-not-notified :: ../queries/queries.sql.tmpl :: s/^SELECT pg_notify({{.Channel}}, '') FROM resumed;/SELECT 1 FROM resumed;/ :: TestGate3ResumeWakesWorkers :: ../cmd/skipjack/internal/tableadmin"
   "update-migration-without-lock-timeout :: ../generator/migrations.go :: s/^\tcase update:$/\tcase false \&\& update:/ :: TestGate3UpdateMigrationGivesUpBehindLock :: ../cmd/skipjack"
+  "stopping-worker-prunes-recent-rows :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Gone/,/^UPDATE/s/interval '1 hour'/interval '1 minute'/ :: TestGate3StoppingWorkerPrunesOldRows :: ."
 )
 mutants+=("${feature_mutants[@]}")
 
