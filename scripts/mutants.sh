@@ -173,6 +173,36 @@ feature_mutants=(
   "migrate-down-oldest-first :: skipjackimpl/rollback.go :: s/ORDER BY version DESC/ORDER BY version/ :: TestMigrateStatusAndDown :: ../cmd/skipjack"
   "migrate-no-restart-after-rollback :: skipjackimpl/migrate.go :: s/^\tcase !prevDone:$/\tcase false \&\& !prevDone:/ :: TestConcurrentMigrateAndDown :: ../cmd/skipjack"
   "migrate-status-ignores-applied :: skipjackimpl/rollback.go :: s/^\t\t\tapplied\[int(v)\] = MigrationStatus{Version: int(v), Name: name, AppliedAt: \&at}$/\t\t\t_ = at/ :: TestMigrateStatusAndDown :: ../cmd/skipjack"
+  # Issue 46: the test gate's third round, promises a held-out mutation
+  # audit found unheld (pause and resume on every claim variant, wake-ups
+  # of limited claimers, lease doubt, clean stops, RunGroup failures, the
+  # charts' counts, plain-index repair, the dashboard's Scheduled filter and
+  # group retry, the CLI's stats and queues output, update migrations'
+  # lock_timeout).
+  "paused-concurrency-claimed :: internal/testqueue/capped/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'capped' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
+  "paused-rate-claimed :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'paced' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
+  "paused-serial-claimed :: internal/testqueue/keyed/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'keyed' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
+  "resume-not-notified :: internal/testqueue/capped/internal/db/queries.sql.go :: s/SELECT pg_notify('skipjack.capped', '') FROM resumed/SELECT 1 FROM resumed/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
+  "settled-limited-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.Serial {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."
+  "settled-serial-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.limited() {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."
+  "limit-reached-no-poll :: skipjackimpl/fetch.go :: s/case concurrency > 0 \&\& int(h.Claimed) >= concurrency:/case false:/ :: TestGate3FreedSlotClaimedPromptly :: ."
+  "headroom-never-due :: internal/testqueue/capped/internal/db/queries.sql.go :: /-- name: Headroom/,/rate_wait_ms/s/EXISTS (SELECT FROM \"skipjack\".\"capped\" WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS due/false AS due/ :: TestGate3FreedSlotClaimedPromptly :: ."
+  "rescue-no-wake :: skipjackimpl/worker.go :: s/rescued: func() { signal(r.claimable) }/rescued: func() {}/ :: TestGate3RescueWakesClaimer :: ."
+  "doubt-keeps-claiming :: skipjackimpl/fetch.go :: s/if r.liveness.doubting(time.Now(), r.spec.Lease-r.spec.Lease\/3) {/if false {/ :: TestGate3DoubtStopsClaims :: ."
+  "clean-stop-not-marked :: skipjackimpl/worker.go :: s/^\tdefer r.liveness.gone()$/\t_ = r.liveness.gone/ :: TestGate3CleanStopIsNotACrash :: ."
+  "clean-stop-rescue-counted :: internal/testqueue/slow/internal/db/queries.sql.go :: s/\"rescues\" = t.\"rescues\" + CASE WHEN lapsed.crashed THEN 1 ELSE 0 END/\"rescues\" = t.\"rescues\" + 1/ :: TestGate3CleanStopIsNotACrash :: ."
+  "group-failure-keeps-others :: worker.go :: s/^\t\t\t\tstop()$/\t\t\t\t_ = stop/ :: TestGate3RunGroupStopsOnFailure :: ."
+  "counts-pruned-after-25-minutes :: internal/testqueue/demo/internal/db/queries.sql.go :: s/interval '25 hours'/interval '25 minutes'/g :: TestGate3CountsKeptForADay :: ."
+  "invalid-index-repair-unique-only :: skipjackimpl/migrate.go :: s/(?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS/UNIQUE INDEX CONCURRENTLY IF NOT EXISTS/ :: TestGate3RepairsInvalidPlainIndex :: ."
+  "invalid-index-drop-unique-only :: skipjackimpl/migrate.go :: s/AND NOT indisvalid)\", index)/AND NOT indisvalid AND indisunique)\", index)/ :: TestGate3RepairsInvalidPlainIndex :: ."
+  "dashboard-scheduled-ignores-filter :: ../dashboard/queuepage.go :: s/Limit: scan.size, Payload: filter.Payload, ErrorGroup:/Limit: scan.size, ErrorGroup:/ :: TestGate3ScheduledTabFilters :: ../dashboard"
+  "dashboard-group-retry-first-window :: ../dashboard/failures.go :: s/maxGroupRetry+1, groupScan)/maxGroupRetry+1, scanBound{pages: 1, size: groupScan.size})/ :: TestGate3GroupRetryRetriesTheWholeGroup :: ../dashboard"
+  "cli-stats-paused-dropped :: ../cmd/skipjack/stats.go :: s/rows\[i\].Queue += \" (paused)\"/_ = i/ :: TestGate3StatsMarksPausedQueue :: ../cmd/skipjack"
+  "cli-pause-counts-due-only :: ../cmd/skipjack/queues.go :: s/was.Pending+was.Scheduled, was.Running)/was.Pending, was.Running)/ :: TestGate3QueuesPauseCountsScheduled :: ../cmd/skipjack"
+  "cli-resume-not-notified :: ../queries/queries.sql.tmpl :: s/^SELECT pg_notify({{.Channel}}, '') FROM resumed;/SELECT 1 FROM resumed;/ :: TestGate3QueuesResumeWakesWorkers :: ../cmd/skipjack"
+  "tableadmin-resume-not-notified :: ../queries/queries.sql.tmpl :: s/^SELECT pg_notify({{.Channel}}, '') FROM resumed;/SELECT 1 FROM resumed;/ :: TestGate3ResumeWakesWorkers :: ../cmd/skipjack/internal/tableadmin"
+  "update-migration-without-lock-timeout :: ../generator/migrations.go :: s/^\tcase update:$/\tcase false \&\& update:/ :: TestGate3UpdateMigrationGivesUpBehindLock :: ../cmd/skipjack"
+  "stopping-worker-prunes-recent-rows :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Gone/,/^UPDATE/s/interval '1 hour'/interval '1 minute'/ :: TestGate3StoppingWorkerPrunesOldRows :: ."
 )
 mutants+=("${feature_mutants[@]}")
 
