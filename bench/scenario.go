@@ -119,7 +119,7 @@ func parseScenarioFlags(args []string) (scenarioOptions, error) {
 	}
 	if o.smoke {
 		*phases = smokePhases
-		o.rate, o.drain, o.warmup = 200, 45*time.Second, time.Second
+		o.rate, o.drain, o.warmup = 200, 90*time.Second, time.Second
 	}
 	o.systems = strings.Split(*systems, ",")
 	for _, s := range o.systems {
