@@ -84,6 +84,7 @@ type scenarioOptions struct {
 	drain       time.Duration
 	warmup      time.Duration
 	outDir      string
+	reportFrom  string
 	smoke       bool
 	verbose     bool
 	keepDBs     bool
@@ -108,6 +109,7 @@ func parseScenarioFlags(args []string) (scenarioOptions, error) {
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "producers and the worker run this long before the first phase (not measured: connections, caches, plans)")
 	fs.DurationVar(&o.drain, "drain", 120*time.Second, "after the last phase: wait this long at most for every job to finish")
 	fs.StringVar(&o.outDir, "out", "", "folder for samples.jsonl, summary.md, summary.json and the SVG plots (default: a new temporary folder)")
+	fs.StringVar(&o.reportFrom, "report", "", "only rewrite the summary and plots of an earlier run from this folder's summary.json and samples.jsonl")
 	fs.BoolVar(&o.smoke, "smoke", false, "CI: "+smokePhases+" at 200 jobs/s, exit 1 on a lost or doubled job")
 	fs.BoolVar(&o.verbose, "v", false, "progress and the systems' warnings on stderr")
 	fs.BoolVar(&o.keepDBs, "keep-dbs", false, "do not drop the databases")
@@ -166,6 +168,9 @@ func runScenarios(ctx context.Context, args []string, out io.Writer) error {
 	o, err := parseScenarioFlags(args)
 	if err != nil {
 		return err
+	}
+	if o.reportFrom != "" {
+		return rewriteScenarioReport(o, out)
 	}
 	if o.outDir == "" {
 		if o.outDir, err = os.MkdirTemp("", "skjadversity-out-"); err != nil {

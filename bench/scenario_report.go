@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // writeScenarioReport prints the per-phase table and the targets to out and
@@ -49,8 +52,12 @@ func writeScenarioReport(o scenarioOptions, results []*systemResult, out io.Writ
 }
 
 func writeScenarioTable(w io.Writer, o scenarioOptions, results []*systemResult) {
-	fmt.Fprintf(w, "\nScenarios: %d producers at %d single-row enqueues/s (high-load: 1.5x the capacity phase's completed/s), handler = insert into an effects table + CompleteTx in one transaction; worker process pool %d connections; load average at the end %s\n\n",
-		o.producers, o.rate, o.conns, loadAvg())
+	load := "load average at the end " + loadAvg()
+	if o.reportFrom != "" {
+		load = "rewritten from " + o.reportFrom + " (the load averages are in samples.jsonl)"
+	}
+	fmt.Fprintf(w, "\nScenarios: %d producers at %d single-row enqueues/s (high-load: 1.5x the capacity phase's completed/s), handler = insert into an effects table + CompleteTx in one transaction; worker process pool %d connections; %s\n\n",
+		o.producers, o.rate, o.conns, load)
 	fmt.Fprintln(w, "| # | phase | system | s | target/s | enqueued/s | completed/s | pickup p50 ms | p95 ms | p99 ms | max ms | backlog at end | backlog ≤ 1 s after (s) | resume after fault (ms) | dead tuples | table+index MB | top wait events (samples) | lost | run twice | note |")
 	fmt.Fprintln(w, "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|")
 	for i := range o.phases {
@@ -77,7 +84,54 @@ func writeScenarioTable(w io.Writer, o scenarioOptions, results []*systemResult)
 			r.System, r.Enqueued, r.EnqueueErrs, r.Lost, r.Twice, r.Failed, r.Ambiguous, r.Unfinished, r.HandlerErrs, r.DrainTook)
 	}
 	fmt.Fprintln(w)
+	writeLongPhases(w, o, results)
 	writeTargets(w, o, results)
+}
+
+// writeLongPhases shows phases of 2 minutes or more minute by minute, from
+// the per-second samples: a pinned horizon's cost grows with its age.
+func writeLongPhases(w io.Writer, o scenarioOptions, results []*systemResult) {
+	header := false
+	for i, ph := range o.phases {
+		if ph.dur < 2*time.Minute {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "Long phases minute by minute (medians of the per-second samples):")
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| # | phase | system | minute | enqueued/s | completed/s | pickup p50 ms | p99 ms | backlog at end | dead tuples at end | index MB at end |")
+			fmt.Fprintln(w, "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+			header = true
+		}
+		for _, r := range results {
+			var in []scenarioSample
+			for _, s := range r.Samples {
+				if s.PhaseIndex == i {
+					in = append(in, s)
+				}
+			}
+			for m := 0; m*60 < len(in); m++ {
+				seg := in[m*60 : min(len(in), (m+1)*60)]
+				med := func(f func(scenarioSample) float64) float64 {
+					xs := make([]float64, len(seg))
+					for j, s := range seg {
+						xs[j] = f(s)
+					}
+					return median(xs)
+				}
+				last := seg[len(seg)-1]
+				fmt.Fprintf(w, "| %d | %s | %s | %d | %.0f | %.0f | %s | %s | %d | %d | %.1f |\n", i, ph.name, r.System, m+1,
+					med(func(s scenarioSample) float64 { return float64(s.Enqueued) }),
+					med(func(s scenarioSample) float64 { return float64(s.Completed) }),
+					fmtMs(med(func(s scenarioSample) float64 { return s.P50ms })),
+					fmtMs(med(func(s scenarioSample) float64 { return s.P99ms })),
+					last.Backlog, last.Dead, float64(last.IndexBytes)/(1<<20))
+			}
+		}
+	}
+	if header {
+		fmt.Fprintln(w)
+	}
 }
 
 // writeTargets checks issue 42's targets against one run's figures.
@@ -288,4 +342,47 @@ func shortNum(v float64) string {
 		return fmt.Sprintf("%gk", v/1e3)
 	}
 	return fmt.Sprintf("%g", v)
+}
+
+// rewriteScenarioReport rewrites the summary and the plots of the run in
+// o.reportFrom from its summary.json and samples.jsonl.
+func rewriteScenarioReport(o scenarioOptions, out io.Writer) error {
+	data, err := os.ReadFile(filepath.Join(o.reportFrom, "summary.json"))
+	if err != nil {
+		return err
+	}
+	var results []*systemResult
+	if err := json.Unmarshal(data, &results); err != nil {
+		return fmt.Errorf("read summary.json: %w", err)
+	}
+	f, err := os.Open(filepath.Join(o.reportFrom, "samples.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var s scenarioSample
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return fmt.Errorf("read samples.jsonl: %w", err)
+		}
+		for _, r := range results {
+			if r.System == s.System {
+				r.Samples = append(r.Samples, s)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return errors.New("summary.json lists no system")
+	}
+	o.phases = nil
+	for _, p := range results[0].Phases {
+		o.phases = append(o.phases, phaseSpec{name: p.Name, dur: time.Duration(p.Seconds * float64(time.Second))})
+	}
+	o.outDir = o.reportFrom
+	return writeScenarioReport(o, results, out)
 }
