@@ -295,28 +295,35 @@ type systemResult struct {
 
 // phaseResult is one phase's figures for one system.
 type phaseResult struct {
-	Index         int            `json:"index"`
-	Name          string         `json:"phase"`
-	Seconds       float64        `json:"seconds"`
-	Target        int64          `json:"target_rate"`
-	Enqueued      int64          `json:"enqueued"`
-	EnqueueErrs   int64          `json:"enqueue_errors"`
-	Completed     int64          `json:"completed"`
-	P50, P95, P99 float64        `json:"-"`
-	P50ms         float64        `json:"p50_ms"`
-	P95ms         float64        `json:"p95_ms"`
-	P99ms         float64        `json:"p99_ms"`
-	MaxMs         float64        `json:"max_ms"`
-	Backlog       int64          `json:"backlog_end"`
-	DeadTuples    int64          `json:"dead_tuples_end"`
-	TableBytes    int64          `json:"table_bytes_end"`
-	IndexBytes    int64          `json:"index_bytes_end"`
-	Waits         map[string]int `json:"waits"`
-	DrainS        float64        `json:"backlog_le_1s_after_s"` // -1: never within the phase
-	ResumeMs      float64        `json:"resume_ms"`             // -1: no fault end, or no completion after it
-	Lost          int64          `json:"lost"`
-	Twice         int64          `json:"run_twice"`
-	Note          string         `json:"note,omitempty"`
+	Index         int     `json:"index"`
+	Name          string  `json:"phase"`
+	Seconds       float64 `json:"seconds"`
+	Target        int64   `json:"target_rate"`
+	Enqueued      int64   `json:"enqueued"`
+	EnqueueErrs   int64   `json:"enqueue_errors"`
+	Completed     int64   `json:"completed"`
+	P50, P95, P99 float64 `json:"-"`
+	P50ms         float64 `json:"p50_ms"`
+	P95ms         float64 `json:"p95_ms"`
+	P99ms         float64 `json:"p99_ms"`
+	MaxMs         float64 `json:"max_ms"`
+	Backlog       int64   `json:"backlog_end"`
+	DeadTuples    int64   `json:"dead_tuples_end"`
+	TableBytes    int64   `json:"table_bytes_end"`
+	IndexBytes    int64   `json:"index_bytes_end"`
+	// From pg_stat_statements (when the server preloads it): the claim
+	// statements of the phase (skipjack's Claim, River's
+	// JobGetAvailable), the jobs they took and the shared buffers they
+	// touched.
+	Claims      int64          `json:"claims"`
+	ClaimedJobs int64          `json:"claimed_jobs"`
+	ClaimBufs   int64          `json:"claim_buffers"`
+	Waits       map[string]int `json:"waits"`
+	DrainS      float64        `json:"backlog_le_1s_after_s"` // -1: never within the phase
+	ResumeMs    float64        `json:"resume_ms"`             // -1: no fault end, or no completion after it
+	Lost        int64          `json:"lost"`
+	Twice       int64          `json:"run_twice"`
+	Note        string         `json:"note,omitempty"`
 
 	start, end        time.Time
 	enq0, err0, done0 int64
@@ -487,6 +494,8 @@ func withDatabase(u, db string) string {
 // setup migrates the system's tables and the effects table and binds the
 // producers' enqueue function.
 func (r *sysRun) setup(ctx context.Context) error {
+	// Claim buffers per phase, where the server preloads the extension.
+	_, _ = r.pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
 	if _, err := r.pool.Exec(ctx, `CREATE TABLE `+effectsTable+` (seq bigint NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
 		return fmt.Errorf("create effects table: %w", err)
 	}
@@ -582,6 +591,9 @@ func (r *sysRun) beginPhase(i int, ph phaseSpec) *phaseResult {
 	r.mu.Lock()
 	done := r.completed
 	r.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	_, _ = r.pool.Exec(rctx, `SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = $1), 0)`, r.db)
+	cancel()
 	res := &phaseResult{Index: i, Name: ph.name, start: time.Now(), enq0: r.enqOK.Load(), err0: r.enqErr.Load(), done0: done, Target: r.target.Load()}
 	r.phase.Store(int32(i))
 	r.phases = append(r.phases, res)
@@ -601,6 +613,13 @@ func (r *sysRun) endPhase(ctx context.Context, res *phaseResult, note string) {
 	st := r.tableStats(ctx)
 	res.DeadTuples, res.TableBytes, res.IndexBytes = st.dead, st.table, st.index
 	res.Note = note
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_ = r.pool.QueryRow(cctx, `SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(rows), 0)::bigint,
+		coalesce(sum(shared_blks_hit + shared_blks_read), 0)::bigint
+		FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
+		  AND query ~ 'name: (Claim|JobGetAvailable) '`, r.db).Scan(&res.Claims, &res.ClaimedJobs, &res.ClaimBufs)
 }
 
 // fault runs phase i's adversity until ctx ends (or, for one-off faults,

@@ -79,9 +79,10 @@ func (c *ownCluster) pgCtl() string   { return filepath.Join(c.bin, "pg_ctl") }
 
 // serverOptions are PostgreSQL's defaults (autovacuum on, as in
 // production) except fsync, which is off because the machine's disk is
-// shared with other work, and what -pg-opts adds.
+// shared with other work, pg_stat_statements, preloaded for the claim
+// statements' buffers per phase, and what -pg-opts adds.
 func (c *ownCluster) serverOptions() string {
-	return fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -p %d -c fsync=off %s", c.dir, c.port, c.opts)
+	return fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -p %d -c fsync=off -c shared_preload_libraries=pg_stat_statements %s", c.dir, c.port, c.opts)
 }
 
 // restart restarts the server in fast mode (every session is terminated,

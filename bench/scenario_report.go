@@ -58,8 +58,8 @@ func writeScenarioTable(w io.Writer, o scenarioOptions, results []*systemResult)
 	}
 	fmt.Fprintf(w, "\nScenarios: %d producers at %d single-row enqueues/s (high-load: 1.5x the capacity phase's completed/s), handler = insert into an effects table + CompleteTx in one transaction; worker process pool %d connections; %s\n\n",
 		o.producers, o.rate, o.conns, load)
-	fmt.Fprintln(w, "| # | phase | system | s | target/s | enqueued/s | completed/s | pickup p50 ms | p95 ms | p99 ms | max ms | backlog at end | backlog ≤ 1 s after (s) | resume after fault (ms) | dead tuples | table+index MB | top wait events (samples) | lost | run twice | note |")
-	fmt.Fprintln(w, "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|")
+	fmt.Fprintln(w, "| # | phase | system | s | target/s | enqueued/s | completed/s | pickup p50 ms | p95 ms | p99 ms | max ms | backlog at end | backlog ≤ 1 s after (s) | resume after fault (ms) | dead tuples | table+index MB | claim buffers per job | jobs per claim | top wait events (samples) | lost | run twice | note |")
+	fmt.Fprintln(w, "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|")
 	for i := range o.phases {
 		for _, r := range results {
 			if i >= len(r.Phases) {
@@ -70,10 +70,15 @@ func writeScenarioTable(w io.Writer, o scenarioOptions, results []*systemResult)
 			if p.Target == 0 {
 				target = "max"
 			}
-			fmt.Fprintf(w, "| %d | %s | %s | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s | %d | %s | %s | %d | %.1f | %s | %d | %d | %s |\n",
+			bufs, per := "–", "–"
+			if p.ClaimedJobs > 0 {
+				bufs = fmt.Sprintf("%.1f", float64(p.ClaimBufs)/float64(p.ClaimedJobs))
+				per = fmt.Sprintf("%.1f", float64(p.ClaimedJobs)/float64(p.Claims))
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s | %d | %s | %s | %d | %.1f | %s | %s | %s | %d | %d | %s |\n",
 				i, p.Name, r.System, p.Seconds, target, float64(p.Enqueued)/p.Seconds, float64(p.Completed)/p.Seconds,
 				fmtMs(p.P50ms), fmtMs(p.P95ms), fmtMs(p.P99ms), fmtMs(p.MaxMs), p.Backlog, orDash(p.DrainS, "%.0f"), orDash(p.ResumeMs, "%.0f"),
-				p.DeadTuples, float64(p.TableBytes+p.IndexBytes)/(1<<20), topWaits(p.Waits, 3), p.Lost, p.Twice, p.Note)
+				p.DeadTuples, float64(p.TableBytes+p.IndexBytes)/(1<<20), bufs, per, topWaits(p.Waits, 3), p.Lost, p.Twice, p.Note)
 		}
 	}
 	fmt.Fprintln(w)
