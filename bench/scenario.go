@@ -55,7 +55,7 @@ const defaultPhases = "clean,idle-in-tx,recovery,active-readers,recovery,capacit
 
 // smokePhases is the CI version: seconds per phase, the faults that can
 // lose or double a job.
-const smokePhases = "clean=2s,idle-in-tx=2s,backend-kill=2s,postgres-restart=3s,mixed-queue=2s"
+const smokePhases = "clean=1s,idle-in-tx=2s,backend-kill=2s,postgres-restart=3s,mixed-queue=1s"
 
 // faultAppName marks the runner's own adversarial sessions (the held
 // transaction, the readers, the held connections), which the wait-event
