@@ -61,6 +61,21 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "scenarios" || os.Args[1] == "scenario-worker") {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		var err error
+		if os.Args[1] == "scenarios" {
+			err = runScenarios(ctx, os.Args[2:], os.Stdout)
+		} else {
+			err = runScenarioWorker(ctx, os.Args[2:])
+		}
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -169,6 +169,11 @@ stage "the example's go generate left its committed output as it was" -- example
 
 stage "benchmark smoke run" -- bash -c 'cd bench && go run . -smoke'
 
+# The adversity scenarios (issue 42) in seconds per phase, on a throwaway
+# cluster of their own (the postgres-restart phase restarts it): fails on a
+# lost, doubled or failed job.
+stage "adversity scenarios smoke run" -- bash -c 'cd bench && go run . scenarios -smoke'
+
 if [ "${#failed[@]}" -gt 0 ]; then
 	printf '\n=== %d stage(s) failed:\n' "${#failed[@]}" >&2
 	printf '  - %s\n' "${failed[@]}" >&2
