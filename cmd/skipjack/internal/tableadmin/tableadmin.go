@@ -33,7 +33,7 @@ type DBTX interface {
 }
 
 // The queries an Admin runs, by their sqlc names.
-var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups"}
+var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups", "ListNewest", "CountMatching", "Delete"}
 
 // Admin is the operations view of one queue's table.
 type Admin struct {
@@ -55,6 +55,8 @@ type Admin struct {
 var _ skipjack.QueueAdmin = (*Admin)(nil)
 
 var _ skipjack.QueueInsights = (*Admin)(nil)
+
+var _ skipjack.QueueBrowser = (*Admin)(nil)
 
 // New returns the admin of queue q on db.
 func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
@@ -224,6 +226,12 @@ func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Re
 			return nil, fmt.Errorf("the payload filter is not a JSON object: %w", err)
 		}
 		payload = p.Payload
+	}
+	if p.BeforeID > 0 && (p.UntilID == 0 || p.UntilID >= p.BeforeID) {
+		if p.BeforeID-1 <= p.AfterID {
+			return nil, nil
+		}
+		p.UntilID = p.BeforeID - 1
 	}
 	if skipjackimpl.ByUniqueKey(a.uniqueKeys, a.uniqueStates, p) {
 		return a.listByUniqueKey(ctx, p)
