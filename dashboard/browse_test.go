@@ -280,3 +280,51 @@ func TestPostgresDelete(t *testing.T) {
 		t.Errorf("stats after deletes: %+v, %v; want 1 pending, 1 running", st, err)
 	}
 }
+
+// TestPostgresOverviewReconciles checks that the overview's Failed and
+// Failed, last hour count the same kind of thing: two pending jobs
+// cancelled by an operator (which no worker records) count in both beside
+// the job a worker failed, and a paused queue's oldest pending wait reads
+// paused and is left out of the all-queues line.
+func TestPostgresOverviewReconciles(t *testing.T) {
+	t.Parallel()
+	s := seed(t)
+	if n, err := sendemail.Cancel(t.Context(), s.pool, s.pending...); err != nil || n != 2 {
+		t.Fatalf("Cancel: %d, %v", n, err)
+	}
+	for _, q := range admins(s.pool) {
+		if q.Name() == "resize_image" {
+			if err := q.Pause(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// send_email has no due job left; resize_image's has waited an hour.
+	if _, err := s.pool.Exec(t.Context(), `UPDATE skipjack.resize_image SET run_at = now() - interval '1 hour' WHERE state = 'pending'`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Queues: admins(s.pool), AllowedHosts: testHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, body := do(t, h, httptest.NewRequest("GET", "/", nil))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	for _, col := range []string{"failed", "failed-1h"} {
+		if got := overviewCell(body, "send_email", col); got != "3" {
+			t.Errorf("send_email %s = %q, want 3 (one failed by a worker, two cancelled)", col, got)
+		}
+	}
+	if !regexp.MustCompile(`<tr data-queue="resize_image">(?s:.*?)data-col="oldest"><span class="paused-wait"[^>]*>paused</span> <span class="muted">\(1h`).MatchString(body) {
+		t.Errorf("resize_image's oldest pending is not marked paused with its wait:\n%s", body)
+	}
+	if strings.Contains(regexp.MustCompile(`(?s)<tfoot>.*</tfoot>`).FindString(body), "1h") {
+		t.Errorf("the all-queues line counts the paused queue's wait:\n%s", regexp.MustCompile(`(?s)<tfoot>.*</tfoot>`).FindString(body))
+	}
+	for _, term := range []string{"<dt>Failed, last hour</dt>", "<dt>Completed, Failed</dt>", "<dt>Oldest pending</dt>"} {
+		if !strings.Contains(body, term) {
+			t.Errorf("the overview does not say what %s counts", term)
+		}
+	}
+}

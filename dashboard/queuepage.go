@@ -83,13 +83,13 @@ type jobRow struct {
 
 // queueData is a queue page's model.
 type queueData struct {
-	Name      string
-	State     string
-	Stats     skipjack.Stats
-	StatsErr  string
-	Tabs      []tab
-	Jobs      []jobRow
-	ListErr   string
+	Name     string
+	State    string
+	Stats    skipjack.Stats
+	StatsErr string
+	Tabs     []tab
+	Jobs     []jobRow
+	ListErr  string
 	// Cursor is where the page starts; Newest says the page lists jobs
 	// newest first (every QueueAdmin that is a QueueBrowser), else in id
 	// order.
@@ -110,8 +110,8 @@ type queueData struct {
 	// jobs (delete).
 	Selectable bool
 	SelectURL  string
-	FindID    string
-	FindError string
+	FindID     string
+	FindError  string
 	// Bulk are the actions on all jobs of the page they apply to.
 	Bulk []actionLink
 	// Chart is the queue's activity.
