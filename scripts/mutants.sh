@@ -160,6 +160,16 @@ feature_mutants=(
   "idle-flushes-trickle :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := idle/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "claim-buffer-not-cleared :: skipjackimpl/fetch.go :: /^\tclear(rows)$/d :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
   "claim-buffer-not-kept :: skipjackimpl/fetch.go :: s/case b <- rows\[:0\]:/case b <- nil:/ :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
+  # Dashboard browsing (issue 44 item 5): delete's CSRF check, tab counts
+  # under the filter, paging direction, the paused marker of stats.
+  "dashboard-delete-skips-token :: ../dashboard/confirm.go :: s/if err := h.tokens.verify(r.PostForm.Get(\"token\"), a.Name, queue, ids, h.now()); err != nil {/if err := h.tokens.verify(r.PostForm.Get(\"token\"), a.Name, queue, ids, h.now()); err != nil \&\& a.Name != \"delete\" {/ :: TestPostgresDelete :: ../dashboard"
+  "dashboard-tab-counts-unfiltered :: ../dashboard/queuepage.go :: s/case d.Filter.active() \&\& br != nil:/case false:/;s/case d.StatsErr == \"\" \&\& !d.Filter.active():/case d.StatsErr == \"\":/ :: TestPostgresFilteredTabCounts :: ../dashboard"
+  "dashboard-older-link-goes-newer :: ../dashboard/paging.go :: s/l.older, l.hasOlder = cursor{Before: recs\[len(recs)-1\].ID}, true/l.older, l.hasOlder = cursor{After: recs[len(recs)-1].ID}, true/ :: TestPostgresNewestFirstPaging :: ../dashboard"
+  "dashboard-newer-link-goes-older :: ../dashboard/paging.go :: s/l.newer = cursor{After: recs\[0\].ID}/l.newer = cursor{Before: recs[0].ID}/ :: TestPostgresNewestFirstPaging :: ../dashboard"
+  "list-newest-ascending :: ../dashboard/internal/testjobs/sendemail/internal/db/queries.sql.go :: /-- name: ListNewest/,/LIMIT/s/ORDER BY \"id\" DESC/ORDER BY \"id\"/ :: TestPostgresNewestFirstPaging :: ../dashboard"
+  "overview-failed-hour-from-records :: ../dashboard/overview.go :: s/^\trow.Completed = sinceActivity(row.Activity, now.Add(-time.Hour)).Completed$/\th := sinceActivity(row.Activity, now.Add(-time.Hour)); row.Completed, row.Failed = h.Completed, h.Failed/ :: TestPostgresOverviewReconciles :: ../dashboard"
+  "cli-stats-paused-is-late :: ../cmd/skipjack/stats.go :: s/^\tif !s.Paused {$/\tif true {/ :: TestStatsPausedNotLate :: ../cmd/skipjack"
+  "cli-stats-paused-unmarked :: ../cmd/skipjack/stats.go :: s/wait = \"paused \" + wait/wait = \"\" + wait/ :: TestPrintStats|TestStatsPausedNotLate :: ../cmd/skipjack"
 )
 mutants+=("${feature_mutants[@]}")
 

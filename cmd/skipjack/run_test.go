@@ -110,7 +110,7 @@ func TestPrintStats(t *testing.T) {
 		"QUEUE         PENDING  SCHEDULED    RUNNING  COMPLETED     FAILED  OLDEST PENDING\n" +
 		"send_email         12          3          0          0          1            1.5s\n" +
 		"a                   0          0          0    1234567          0              0s\n" +
-		"p (paused)          2          0          0          0          0      paused 1m1s\n"
+		"p (paused)          2          0          0          0          0     paused 1m1s\n"
 	if out.String() != want {
 		t.Errorf("printStats:\n%s\nwant:\n%s", out.String(), want)
 	}
