@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 
 	"github.com/skipjack-dev/skipjack/dashboard/internal/testjobs/sendemail"
 )
@@ -326,5 +329,83 @@ func TestPostgresOverviewReconciles(t *testing.T) {
 		if !strings.Contains(body, term) {
 			t.Errorf("the overview does not say what %s counts", term)
 		}
+	}
+}
+
+func TestLimitRows(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		l    skipjack.Limits
+		want []string // key: in use
+	}{
+		{"none", skipjack.Limits{Claimed: 2}, []string{"none: 2 jobs claimed"}},
+		{"concurrency", skipjack.Limits{Concurrency: 5, Claimed: 3}, []string{"concurrency: 3 of 5 slots in use"}},
+		{"rate with room", skipjack.Limits{RateCount: 100, RatePer: time.Second}, []string{"rate: room to start jobs now"}},
+		{"rate full", skipjack.Limits{RateCount: 100, RatePer: time.Second, RateWait: 300 * time.Millisecond}, []string{"rate: window full: next start in 300ms"}},
+		{"all", skipjack.Limits{Concurrency: 2, RateCount: 1, RatePer: time.Minute, Serial: true, SerialBy: []string{"account_id"}, Claimed: 1},
+			[]string{"concurrency: 1 of 2 slots in use", "rate: room to start jobs now", "serial: 1 jobs claimed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, r := range limitRows(tt.l) {
+				got = append(got, r.Key+": "+r.InUse)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("limitRows(%+v) = %q, want %q", tt.l, got, tt.want)
+			}
+		})
+	}
+}
+
+// limitedAdmin declares a concurrency limit over a real queue's admin,
+// whose Limits reads the claimed jobs from the database.
+type limitedAdmin struct {
+	skipjack.QueueAdmin
+	concurrency int
+}
+
+func (a limitedAdmin) Limits(ctx context.Context) (skipjack.Limits, error) {
+	l, err := a.QueueAdmin.(skipjack.QueueLimiter).Limits(ctx)
+	l.Concurrency = a.concurrency
+	return l, err
+}
+
+// TestPostgresQueueLimits checks the queue page's flow control table over
+// real rows: a queue without limits says so with its claimed jobs, and a
+// declared concurrency shows how many of its slots are in use.
+func TestPostgresQueueLimits(t *testing.T) {
+	t.Parallel()
+	pool := newDB(t)
+	ids := enqueueSubjects(t, pool, "a", "b", "c")
+	if _, err := pool.Exec(t.Context(), `UPDATE skipjack.send_email SET state = 'running', lease_expires_at = now() + interval '1 hour' WHERE id = ANY($1)`, ids[:2]); err != nil {
+		t.Fatal(err)
+	}
+	send := sendemail.Admin(pool)
+	tests := []struct {
+		name  string
+		q     skipjack.QueueAdmin
+		key   string
+		inUse string
+	}{
+		{"none", send, "none", "2 jobs claimed"},
+		{"concurrency", limitedAdmin{send, 5}, "concurrency", "2 of 5 slots in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, err := New(Config{Queues: []skipjack.QueueAdmin{tt.q}, AllowedHosts: testHosts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, body := do(t, h, httptest.NewRequest("GET", "/queues/send_email", nil))
+			want := `<tr data-limit="` + tt.key + `">`
+			row := regexp.MustCompile(regexp.QuoteMeta(want) + `.*?data-col="in-use">([^<]*)<`).FindStringSubmatch(body)
+			if row == nil || row[1] != tt.inUse {
+				t.Errorf("flow control row %s: %v, want in use %q\n%s", tt.key, row, tt.inUse, regexp.MustCompile(`(?s)<table class="grid limits".*?</table>`).FindString(body))
+			}
+		})
 	}
 }

@@ -126,6 +126,9 @@ type queueData struct {
 	FailuresURL string
 	// Toggle pauses or resumes the queue, when actions are enabled.
 	Toggle *actionLink
+	// Limits are the queue's flow control settings and their use now.
+	Limits    []limitRow
+	LimitsErr string
 	// Schedules are the queue's periodic jobs.
 	Schedules    []skipjack.ScheduleInfo
 	SchedulesErr string
@@ -221,6 +224,7 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		d.Toggle = &t
 	}
 	d.Tabs = h.tabs(ctx, &d, br, filter, base)
+	d.Limits, d.LimitsErr = h.queueLimits(ctx, q)
 	in, insights := q.(skipjack.QueueInsights)
 	if insights {
 		if d.Schedules, err = in.Schedules(ctx); err != nil {

@@ -183,3 +183,34 @@ type MatchCounts struct {
 	// exact for the newest MatchCountScan jobs.
 	Partial bool
 }
+
+// QueueLimiter is what a QueueAdmin may also implement to describe its
+// queue's flow control (limits: and serial: in skipjack.yaml) and how much
+// of it is in use now. The Admin of every generated queue package and the
+// skipjack CLI's implement it; tools check for it at run time.
+type QueueLimiter interface {
+	// Limits returns the queue's declared limits and their use now.
+	Limits(ctx context.Context) (Limits, error)
+}
+
+// Limits is a queue's flow control as declared, and its use now.
+type Limits struct {
+	// Concurrency caps the jobs claimed at once in all processes
+	// (limits.concurrency); 0 means no cap.
+	Concurrency int `json:"concurrency"`
+	// RateCount and RatePer cap the jobs started in any window of RatePer
+	// in all processes (limits.rate); RateCount 0 means no cap.
+	RateCount int           `json:"rate_count"`
+	RatePer   time.Duration `json:"rate_per"`
+	// Serial reports whether jobs with equal serial keys run one at a time
+	// (serial.by); SerialBy names the key's fields when the admin knows
+	// them.
+	Serial   bool     `json:"serial"`
+	SerialBy []string `json:"serial_by,omitempty"`
+	// Claimed counts the jobs claimed now (running or prefetched) in all
+	// processes: the slots of Concurrency in use.
+	Claimed int64 `json:"claimed"`
+	// RateWait is how long until the rate window has room for another
+	// start; 0 when it has room now or there is no rate cap.
+	RateWait time.Duration `json:"rate_wait"`
+}

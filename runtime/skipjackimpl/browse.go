@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
@@ -171,3 +172,29 @@ func (a admin[P]) Delete(ctx context.Context, ids ...int64) (int64, error) {
 }
 
 var _ skipjack.QueueBrowser = admin[struct{}]{}
+
+func (a admin[P]) Limits(ctx context.Context) (skipjack.Limits, error) {
+	return a.q.Limits(ctx, a.db)
+}
+
+var _ skipjack.QueueLimiter = admin[struct{}]{}
+
+// Limits returns the queue's declared flow control and its use now: the
+// jobs claimed in all processes and the wait until the rate window has
+// room, from the Headroom query that claims use.
+func (q *Queue[P]) Limits(ctx context.Context, db DBTX) (skipjack.Limits, error) {
+	l := skipjack.Limits{
+		Concurrency: q.spec.LimitConcurrency, RateCount: q.spec.RateCount, RatePer: q.spec.RatePer,
+		Serial: q.spec.Serial,
+	}
+	ls, ok := q.bind(db).(limitStore)
+	if !ok {
+		return l, nil
+	}
+	h, err := ls.Headroom(ctx)
+	if err != nil {
+		return l, fmt.Errorf("limits of %s: %w", q.spec.Name, err)
+	}
+	l.Claimed, l.RateWait = int64(h.Claimed), time.Duration(h.RateWaitMs)*time.Millisecond
+	return l, nil
+}

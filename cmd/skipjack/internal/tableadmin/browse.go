@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -102,4 +103,20 @@ func payloadArg(payload string) (string, error) {
 		return "", fmt.Errorf("the payload filter is not a JSON object: %w", err)
 	}
 	return payload, nil
+}
+
+var _ skipjack.QueueLimiter = (*Admin)(nil)
+
+// Limits returns the queue's flow control as the YAML declares it, and
+// its use now from the Headroom query that claims use.
+func (a *Admin) Limits(ctx context.Context) (skipjack.Limits, error) {
+	l := a.limits
+	var due bool
+	var claimed int32
+	var waitMs int64
+	if err := a.db.QueryRow(ctx, a.sql["Headroom"]).Scan(&due, &claimed, &waitMs); err != nil {
+		return l, a.wrap(err)
+	}
+	l.Claimed, l.RateWait = int64(claimed), time.Duration(waitMs)*time.Millisecond
+	return l, nil
 }

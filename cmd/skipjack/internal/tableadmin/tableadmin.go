@@ -33,7 +33,7 @@ type DBTX interface {
 }
 
 // The queries an Admin runs, by their sqlc names.
-var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups", "ListNewest", "CountMatching", "Delete"}
+var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups", "ListNewest", "CountMatching", "Delete", "Headroom"}
 
 // Admin is the operations view of one queue's table.
 type Admin struct {
@@ -50,6 +50,8 @@ type Admin struct {
 	// uniqueKeys and uniqueStates are the queue's unique key fields and
 	// states, when its key is made of fields (FindUnique then exists).
 	uniqueKeys, uniqueStates []string
+	// limits is the queue's declared flow control, without its use.
+	limits skipjack.Limits
 }
 
 var _ skipjack.QueueAdmin = (*Admin)(nil)
@@ -62,6 +64,15 @@ var _ skipjack.QueueBrowser = (*Admin)(nil)
 func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 	sections := parseQueries(q.Queries)
 	a := &Admin{name: q.Name, table: q.Table, channel: q.Channel, db: db, sql: map[string]string{}, params: map[string][]string{}}
+	if l := q.Limits; l != nil {
+		a.limits.Concurrency = l.Concurrency
+		if l.Rate != nil {
+			a.limits.RateCount, a.limits.RatePer = l.Rate.Count, l.Rate.Per
+		}
+	}
+	if s := q.Serial; s != nil {
+		a.limits.Serial, a.limits.SerialBy = true, s.By
+	}
 	for _, name := range adminQueries {
 		text, ok := sections[name]
 		if !ok {
