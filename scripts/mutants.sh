@@ -167,7 +167,7 @@ feature_mutants=(
   "dashboard-older-link-goes-newer :: ../dashboard/paging.go :: s/l.older, l.hasOlder = cursor{Before: recs\[len(recs)-1\].ID}, true/l.older, l.hasOlder = cursor{After: recs[len(recs)-1].ID}, true/ :: TestPostgresNewestFirstPaging :: ../dashboard"
   "dashboard-newer-link-goes-older :: ../dashboard/paging.go :: s/l.newer = cursor{After: recs\[0\].ID}/l.newer = cursor{Before: recs[0].ID}/ :: TestPostgresNewestFirstPaging :: ../dashboard"
   "list-newest-ascending :: ../dashboard/internal/testjobs/sendemail/internal/db/queries.sql.go :: /-- name: ListNewest/,/LIMIT/s/ORDER BY \"id\" DESC/ORDER BY \"id\"/ :: TestPostgresNewestFirstPaging :: ../dashboard"
-  "overview-failed-hour-from-records :: ../dashboard/overview.go :: s/^\trow.Completed = sinceActivity(row.Activity, now.Add(-time.Hour)).Completed$/\th := sinceActivity(row.Activity, now.Add(-time.Hour)); row.Completed, row.Failed = h.Completed, h.Failed/ :: TestPostgresOverviewReconciles :: ../dashboard"
+  "overview-failed-hour-from-records :: ../dashboard/overview.go :: s/^\trow.Completed = sinceActivity(row.Activity, now.Add(-time.Hour)).Completed$/\thour := sinceActivity(row.Activity, now.Add(-time.Hour)); row.Completed, row.Failed = hour.Completed, hour.Failed/ :: TestPostgresOverviewReconciles :: ../dashboard"
   "cli-stats-paused-is-late :: ../cmd/skipjack/stats.go :: s/^\tif !s.Paused {$/\tif true {/ :: TestStatsPausedNotLate :: ../cmd/skipjack"
   "cli-stats-paused-unmarked :: ../cmd/skipjack/stats.go :: s/wait = \"paused \" + wait/wait = \"\" + wait/ :: TestPrintStats|TestStatsPausedNotLate :: ../cmd/skipjack"
 )
