@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -20,10 +21,27 @@ type action struct {
 	applies func(rec *skipjack.Record[json.RawMessage], now time.Time) bool
 	// do performs the action and returns how many jobs changed.
 	do func(ctx context.Context, q skipjack.QueueAdmin, ids ...int64) (int64, error)
+	// browser says the action needs a skipjack.QueueBrowser (delete).
+	browser bool
+	// removes says the action's jobs are gone after it, so it returns to
+	// the queue page rather than the job's.
+	removes bool
+}
+
+// offered reports whether a's button is shown for q's jobs.
+func (a action) offered(q skipjack.QueueAdmin) bool {
+	if !a.browser {
+		return true
+	}
+	_, ok := q.(skipjack.QueueBrowser)
+	return ok
 }
 
 // actionOrder is the order of a job page's action buttons.
-var actionOrder = []string{"retry", "cancel"}
+var actionOrder = []string{"retry", "cancel", "delete"}
+
+// errNoDelete is the error of delete on a queue whose admin cannot delete.
+var errNoDelete = errors.New("this queue's admin cannot delete jobs (it is no skipjack.QueueBrowser)")
 
 // actions are the actions by name.
 var actions = map[string]action{
@@ -46,5 +64,21 @@ var actions = map[string]action{
 		do: func(ctx context.Context, q skipjack.QueueAdmin, ids ...int64) (int64, error) {
 			return q.Cancel(ctx, ids...)
 		},
+	},
+	"delete": {
+		Name: "delete", Verb: "Delete", Past: "deleted", PastMany: "deleted",
+		Explain: "The job's row is deleted from the queue table: it will not run, and its payload and error history are gone for good. A running job cannot be deleted; cancel it first.",
+		applies: func(rec *skipjack.Record[json.RawMessage], _ time.Time) bool {
+			return rec.State != skipjack.StateRunning
+		},
+		do: func(ctx context.Context, q skipjack.QueueAdmin, ids ...int64) (int64, error) {
+			br, ok := q.(skipjack.QueueBrowser)
+			if !ok {
+				return 0, errNoDelete
+			}
+			return br.Delete(ctx, ids...)
+		},
+		browser: true,
+		removes: true,
 	},
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -26,11 +27,12 @@ type confirmManyData struct {
 }
 
 // confirmManyPage asks before an action on the jobs ?ids= (as a queue page
-// links them, at most maxPageSize); ?state= is the queue page's filter to
-// return to.
+// links them, comma-separated, or as its selection form sends them, one
+// ids= per checked job; at most maxPageSize); ?state= is the queue page's
+// filter to return to.
 func (h *Handler) confirmManyPage(w http.ResponseWriter, r *http.Request, seg []string, q skipjack.QueueAdmin, a action) {
 	query := r.URL.Query()
-	ids, err := parseIDs(query.Get("ids"), maxPageSize)
+	ids, err := parseIDs(strings.Join(query["ids"], ","), maxPageSize)
 	if err != nil {
 		h.errorPage(w, r, seg, http.StatusBadRequest, "Bad request", "The jobs to "+a.Name+" are not a list of job ids: "+err.Error()+".")
 		return
@@ -44,7 +46,7 @@ func (h *Handler) confirmManyPage(w http.ResponseWriter, r *http.Request, seg []
 	name := q.Name()
 	d := confirmManyData{
 		Queue: name, Action: a, IDs: idsText(ids), State: state,
-		PostURL: base + queuePath(name, "", 0) + "/" + a.Name, BackURL: base + queuePath(name, state, 0),
+		PostURL: base + queuePath(name, "") + "/" + a.Name, BackURL: base + queuePath(name, state),
 		Disabled: !h.cfg.Actions,
 	}
 	for _, id := range ids {
@@ -86,7 +88,7 @@ func (h *Handler) actMany(w http.ResponseWriter, r *http.Request, seg []string, 
 	if state != "" {
 		v.Set("state", state)
 	}
-	seeOther(w, baseOf(seg)+queuePath(q.Name(), "", 0)+"?"+v.Encode(), http.StatusSeeOther)
+	seeOther(w, baseOf(seg)+queuePath(q.Name(), "")+"?"+v.Encode(), http.StatusSeeOther)
 }
 
 // flashMany reads the ?done=&changed=&of= of a redirect after an action on
@@ -111,10 +113,13 @@ func flashMany(r *http.Request) *flash {
 
 // bulkLinks are a queue page's links to act on all of its jobs that an
 // action applies to.
-func bulkLinks(base, queue, state string, recs []*skipjack.Record[json.RawMessage], now time.Time) []actionLink {
+func bulkLinks(base, queue, state string, recs []*skipjack.Record[json.RawMessage], now time.Time, browse bool) []actionLink {
 	var links []actionLink
 	for _, name := range actionOrder {
 		a := actions[name]
+		if a.browser && !browse {
+			continue
+		}
 		var ids []int64
 		for _, rec := range recs {
 			if a.applies(rec, now) {
@@ -130,7 +135,7 @@ func bulkLinks(base, queue, state string, recs []*skipjack.Record[json.RawMessag
 		}
 		links = append(links, actionLink{
 			Label: fmt.Sprintf("%s %s on this page…", a.Verb, jobsCount(len(ids))),
-			URL:   base + queuePath(queue, "", 0) + "/" + a.Name + "?" + v.Encode(),
+			URL:   base + queuePath(queue, "") + "/" + a.Name + "?" + v.Encode(),
 		})
 	}
 	return links

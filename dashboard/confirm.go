@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -53,7 +54,7 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request, seg []stri
 	}
 	p := h.newPage(seg, fmt.Sprintf("%s job %d?", a.Verb, id), now)
 	p.Crumbs = []crumb{
-		{Label: name, URL: base + queuePath(name, "", 0)},
+		{Label: name, URL: base + queuePath(name, "")},
 		{Label: fmt.Sprintf("Job %d", id), URL: d.BackURL},
 		{Label: a.Verb},
 	}
@@ -69,6 +70,11 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, seg []string, q sk
 	}
 	n, ok := h.perform(w, r, seg, q, a, id)
 	if !ok {
+		return
+	}
+	if a.removes {
+		v := url.Values{"done": {a.Name}, "changed": {strconv.FormatInt(n, 10)}, "of": {"1"}}
+		seeOther(w, baseOf(seg)+queuePath(q.Name(), "")+"?"+v.Encode(), http.StatusSeeOther)
 		return
 	}
 	seeOther(w, baseOf(seg)+jobPath(q.Name(), id)+"?done="+a.Name+"&changed="+strconv.FormatInt(n, 10), http.StatusSeeOther)

@@ -33,9 +33,10 @@ type Config struct {
 	// Queues are the queues to show, in this order: the Admin view of each
 	// generated queue package (sendemail.Admin(pool)). Names must be unique.
 	Queues []skipjack.QueueAdmin
-	// Actions enables retry and cancel (of jobs, a page of jobs or a
-	// failure group) and pause and resume (of a queue). Off by default: the
-	// dashboard then only reads, and works with a read-only database role.
+	// Actions enables retry, cancel and delete (of jobs, a page or a
+	// selection of jobs; retry also of a failure group) and pause and
+	// resume (of a queue). Off by default: the dashboard then only reads,
+	// and works with a read-only database role.
 	Actions bool
 	// Title names the dashboard in page titles and the header. Default
 	// "skipjack".
@@ -165,12 +166,13 @@ func New(cfg Config) (*Handler, error) {
 // ServeHTTP routes a request by its path relative to the mount point:
 //
 //	/                               the overview of all queues
-//	/queues/{queue}                 one queue's jobs (?state=, ?after=, ?id=)
+//	/queues/{queue}                 one queue's jobs, newest first (?state=, ?before=, ?after=, ?where=, ?error=, ?id=)
 //	/queues/{queue}/jobs/{id}       one job
 //	/queues/{queue}/jobs/{id}/retry GET: confirmation page; POST: retry
 //	/queues/{queue}/jobs/{id}/cancel
 //	/queues/{queue}/retry?ids=1,2   the same for several jobs of a page
 //	/queues/{queue}/cancel?ids=1,2
+//	/queues/{queue}/delete?ids=1,2  (and /queues/{queue}/jobs/{id}/delete)
 //	/queues/{queue}/pause           GET: confirmation; POST: pause the queue
 //	/queues/{queue}/resume          the same to resume it
 //	/queues/{queue}/failures        failed jobs grouped by error
@@ -241,7 +243,7 @@ func (h *Handler) routeQueue(w http.ResponseWriter, r *http.Request, seg []strin
 			func() { h.actQueue(w, r, seg, q, a) })
 	case len(seg) == 3:
 		a, ok := actions[seg[2]]
-		if !ok {
+		if !ok || !a.offered(q) {
 			h.notFound(w, r, seg, "No such page.")
 			return
 		}
@@ -261,7 +263,7 @@ func (h *Handler) routeQueue(w http.ResponseWriter, r *http.Request, seg []strin
 			return
 		}
 		a, ok := actions[seg[4]]
-		if !ok {
+		if !ok || !a.offered(q) {
 			h.notFound(w, r, seg, "No such action.")
 			return
 		}

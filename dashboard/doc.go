@@ -1,8 +1,10 @@
 // Package dashboard serves a web dashboard for skipjack queues: an overview
-// of every queue, a keyset-paginated job list per queue and state, and one
-// page per job with its pretty-printed payload, timings and error history.
-// Operators can retry and cancel a job, or the jobs of a page at once, when
-// actions are enabled. Pages refresh
+// of every queue, a job list per queue and state (newest first, keyset pages
+// both ways, tabs that count under the active filter), and one page per job
+// with its pretty-printed payload, timings and error history. Operators can
+// retry, cancel and delete a job, the jobs of a page or a selection of them
+// at once, when actions are enabled. A queue page also shows the queue's
+// flow control and how much of it is in use. Pages refresh
 // themselves in place every few seconds with a few lines of embedded
 // JavaScript; no asset comes from a CDN, so the dashboard works offline.
 //
@@ -50,8 +52,8 @@
 //
 // # Safety
 //
-// Actions (retry, cancel, retrying a failure group, pause and resume) are
-// off unless [Config.Actions] is set. Every
+// Actions (retry, cancel, delete, retrying a failure group, pause and
+// resume) are off unless [Config.Actions] is set. Every
 // action is a POST from a confirmation page and carries a token, an HMAC of
 // the action, queue, job ids and an expiry under a secret key
 // ([Config.Secret], random per process by default); cross-origin browser

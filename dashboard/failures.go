@@ -64,14 +64,14 @@ func (h *Handler) failuresPage(w http.ResponseWriter, r *http.Request, seg []str
 		d.Err = h.failed(ctx, "failure groups", name, err)
 	}
 	for _, g := range groups {
-		row := groupRow{FailureGroup: g, ListURL: base + listPath(name, skipjack.StateFailed, 0, listFilter{Error: g.Error})}
+		row := groupRow{FailureGroup: g, ListURL: base + listPath(name, skipjack.StateFailed, cursor{}, listFilter{Error: g.Error})}
 		if h.cfg.Actions {
 			row.RetryURL = base + failuresPath(name) + "/retry?" + url.Values{"error": {g.Error}}.Encode()
 		}
 		d.Groups = append(d.Groups, row)
 	}
 	p := h.newPage(seg, "Failures of "+name, now)
-	p.Crumbs = []crumb{{Label: name, URL: base + queuePath(name, "", 0)}, {Label: "Failures"}}
+	p.Crumbs = []crumb{{Label: name, URL: base + queuePath(name, "")}, {Label: "Failures"}}
 	p.Flash = flashGroup(r)
 	p.Data = d
 	h.render(w, r, status, "failures", p)
@@ -110,7 +110,7 @@ func (h *Handler) confirmGroupPage(w http.ResponseWriter, r *http.Request, seg [
 	d := confirmGroupData{
 		Queue: name, Error: group, Disabled: !h.cfg.Actions,
 		PostURL: base + failuresPath(name) + "/retry", BackURL: base + failuresPath(name),
-		ListURL: base + listPath(name, skipjack.StateFailed, 0, listFilter{Error: group}),
+		ListURL: base + listPath(name, skipjack.StateFailed, cursor{}, listFilter{Error: group}),
 	}
 	status := http.StatusOK
 	if h.cfg.Actions {
@@ -125,7 +125,7 @@ func (h *Handler) confirmGroupPage(w http.ResponseWriter, r *http.Request, seg [
 		status = http.StatusForbidden
 	}
 	p := h.newPage(seg, "Retry a failure group?", now)
-	p.Crumbs = []crumb{{Label: name, URL: base + queuePath(name, "", 0)}, {Label: "Failures", URL: d.BackURL}, {Label: "Retry"}}
+	p.Crumbs = []crumb{{Label: name, URL: base + queuePath(name, "")}, {Label: "Failures", URL: d.BackURL}, {Label: "Retry"}}
 	p.RefreshMS = 0
 	p.Data = d
 	h.render(w, r, status, "confirmgroup", p)

@@ -49,13 +49,13 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, seg []string, 
 	d := jobData{Queue: q.Name(), Rec: rec, State: displayState(rec, now), Payload: prettyJSON(rec.Payload), Timings: timings(rec, now)}
 	if h.cfg.Actions {
 		for _, name := range actionOrder {
-			if a := actions[name]; a.applies(rec, now) {
+			if a := actions[name]; a.offered(q) && a.applies(rec, now) {
 				d.Actions = append(d.Actions, actionLink{Label: a.Verb + "…", URL: base + jobPath(d.Queue, id) + "/" + a.Name})
 			}
 		}
 	}
 	p := h.newPage(seg, fmt.Sprintf("Job %d", id), now)
-	p.Crumbs = []crumb{{Label: d.Queue, URL: base + queuePath(d.Queue, "", 0)}, {Label: fmt.Sprintf("Job %d", id)}}
+	p.Crumbs = []crumb{{Label: d.Queue, URL: base + queuePath(d.Queue, "")}, {Label: fmt.Sprintf("Job %d", id)}}
 	p.Flash = flashFor(r, id)
 	p.Data = d
 	h.render(w, r, http.StatusOK, "job", p)

@@ -19,8 +19,11 @@ const statsParallelism = 4
 type queueRow struct {
 	Name  string
 	Stats skipjack.Stats
-	// Completed and Failed count the jobs finished in the last hour, as
-	// the workers recorded them (so also where completed jobs are deleted).
+	// Completed counts the jobs completed in the last hour, as the
+	// workers recorded them (so also where completed jobs are deleted at
+	// ack). Failed counts the stored failed jobs that failed or were
+	// cancelled in the last hour: each job once, whatever its attempts,
+	// and a part of Stats.Failed.
 	Completed, Failed int64
 	// Activity is what the queue's workers recorded per minute over the
 	// last day (activitySpan).
@@ -58,7 +61,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, seg []string)
 		d.Total.Stats.Running += row.Stats.Running
 		d.Total.Stats.Completed += row.Stats.Completed
 		d.Total.Stats.Failed += row.Stats.Failed
-		d.Total.Stats.OldestPending = max(d.Total.Stats.OldestPending, row.Stats.OldestPending)
+		if !row.Stats.Paused {
+			// A paused queue's jobs wait on purpose: its wait is shown
+			// as paused, and not as the longest wait of all queues.
+			d.Total.Stats.OldestPending = max(d.Total.Stats.OldestPending, row.Stats.OldestPending)
+		}
 		d.Total.Completed += row.Completed
 		d.Total.Failed += row.Failed
 	}
@@ -121,13 +128,21 @@ func (h *Handler) queueRow(ctx context.Context, name string, now time.Time) queu
 		return row
 	}
 	row.Stats = st
+	// Failed in the last hour: the stored failed jobs that finished in
+	// it, as the Failed column counts stored failed jobs. (The workers'
+	// records count failures as they happen: neither a pending job
+	// cancelled by an operator nor only once a job retried and failed
+	// again.)
+	var completed int64
+	completed, row.Failed, err = q.Finished(ctx, now.Add(-time.Hour))
+	if err != nil {
+		row.Err = h.failed(ctx, "finished", name, err)
+		return row
+	}
 	in, ok := q.(skipjack.QueueInsights)
 	if !ok {
-		// No recorded activity: the last hour from the retained rows.
-		row.Completed, row.Failed, err = q.Finished(ctx, now.Add(-time.Hour))
-		if err != nil {
-			row.Err = h.failed(ctx, "finished", name, err)
-		}
+		// No recorded activity: completions from the retained rows.
+		row.Completed = completed
 		return row
 	}
 	row.Activity, err = in.Activity(ctx, now.Add(-activitySpan))
@@ -135,8 +150,7 @@ func (h *Handler) queueRow(ctx context.Context, name string, now time.Time) queu
 		row.Err = h.failed(ctx, "activity", name, err)
 		return row
 	}
-	hour := sinceActivity(row.Activity, now.Add(-time.Hour))
-	row.Completed, row.Failed = hour.Completed, hour.Failed
+	row.Completed = sinceActivity(row.Activity, now.Add(-time.Hour)).Completed
 	return row
 }
 

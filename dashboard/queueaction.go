@@ -43,7 +43,7 @@ func toggleFor(base, queue string, paused bool) actionLink {
 	if paused {
 		a = queueActions["resume"]
 	}
-	return actionLink{Label: a.Verb + " queue…", URL: base + queuePath(queue, "", 0) + "/" + a.Name}
+	return actionLink{Label: a.Verb + " queue…", URL: base + queuePath(queue, "") + "/" + a.Name}
 }
 
 // confirmQueueData is the model of the page that confirms a queue action.
@@ -71,7 +71,7 @@ func (h *Handler) confirmQueuePage(w http.ResponseWriter, r *http.Request, seg [
 	}
 	d := confirmQueueData{
 		Queue: name, Action: a, Paused: st.Paused, Disabled: !h.cfg.Actions,
-		PostURL: base + queuePath(name, "", 0) + "/" + a.Name, BackURL: base + queuePath(name, "", 0),
+		PostURL: base + queuePath(name, "") + "/" + a.Name, BackURL: base + queuePath(name, ""),
 	}
 	status := http.StatusOK
 	if h.cfg.Actions {
@@ -99,7 +99,7 @@ func (h *Handler) actQueue(w http.ResponseWriter, r *http.Request, seg []string,
 		return
 	}
 	h.log.InfoContext(ctx, "dashboard: "+a.Name, "queue", q.Name())
-	seeOther(w, baseOf(seg)+queuePath(q.Name(), "", 0)+"?"+url.Values{"queue": {a.Name}}.Encode(), http.StatusSeeOther)
+	seeOther(w, baseOf(seg)+queuePath(q.Name(), "")+"?"+url.Values{"queue": {a.Name}}.Encode(), http.StatusSeeOther)
 }
 
 // flashQueue reads the ?queue= of the redirect after a queue action.

@@ -83,18 +83,35 @@ type jobRow struct {
 
 // queueData is a queue page's model.
 type queueData struct {
-	Name      string
-	State     string
-	Stats     skipjack.Stats
-	StatsErr  string
-	Tabs      []tab
-	Jobs      []jobRow
-	ListErr   string
-	After     int64
-	FirstURL  string
-	NextURL   string
-	FindID    string
-	FindError string
+	Name     string
+	State    string
+	Stats    skipjack.Stats
+	StatsErr string
+	Tabs     []tab
+	Jobs     []jobRow
+	ListErr  string
+	// Cursor is where the page starts; Newest says the page lists jobs
+	// newest first (every QueueAdmin that is a QueueBrowser), else in id
+	// order.
+	Cursor   cursor
+	Newest   bool
+	FirstURL string
+	NextURL  string
+	// NewerURL and OlderURL page newest-first lists both ways.
+	NewerURL string
+	OlderURL string
+	// CountsPartial says the tabs count a filter's jobs among the queue's
+	// newest skipjack.MatchCountScan only; CountsFiltered that they count
+	// under the filter at all.
+	CountsFiltered bool
+	CountsPartial  bool
+	CountsErr      string
+	// Selectable says the job table has checkboxes to act on selected
+	// jobs (delete).
+	Selectable bool
+	SelectURL  string
+	FindID     string
+	FindError  string
 	// Bulk are the actions on all jobs of the page they apply to.
 	Bulk []actionLink
 	// Chart is the queue's activity.
@@ -109,13 +126,18 @@ type queueData struct {
 	FailuresURL string
 	// Toggle pauses or resumes the queue, when actions are enabled.
 	Toggle *actionLink
+	// Limits are the queue's flow control settings and their use now.
+	Limits    []limitRow
+	LimitsErr string
 	// Schedules are the queue's periodic jobs.
 	Schedules    []skipjack.ScheduleInfo
 	SchedulesErr string
 }
 
-// queuePage serves one queue's jobs: a page of at most PageSize jobs in id
-// order, in one state or all, after a given id. ?id=N jumps to job N.
+// queuePage serves one queue's jobs: a page of at most PageSize jobs,
+// newest first, in one state or all, older than ?before= or newer than
+// ?after= (keyset pages both ways). ?id=N jumps to job N. A QueueAdmin that
+// is no QueueBrowser lists jobs in id order, after ?after=.
 func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string, q skipjack.QueueAdmin) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.QueryTimeout)
 	defer cancel()
@@ -129,14 +151,27 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		d.ListErr = fmt.Sprintf("Unknown state %q; choose one of the tabs.", d.State)
 		d.State = ""
 	}
-	if a := query.Get("after"); a != "" {
-		after, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || after < 0 {
-			status = http.StatusBadRequest
-			d.ListErr = "The after parameter must be a job id."
-		} else {
-			d.After = after
+	br, browse := q.(skipjack.QueueBrowser)
+	d.Newest = browse
+	for _, param := range []string{"after", "before"} {
+		a := query.Get(param)
+		if a == "" {
+			continue
 		}
+		id, err := strconv.ParseInt(a, 10, 64)
+		switch {
+		case err != nil || id < 0:
+			status = http.StatusBadRequest
+			d.ListErr = "The " + param + " parameter must be a job id."
+		case param == "after":
+			d.Cursor.After = id
+		case browse:
+			d.Cursor.Before = id
+		}
+	}
+	if d.Cursor.After > 0 && d.Cursor.Before > 0 {
+		status = http.StatusBadRequest
+		d.ListErr = "A page starts after a job or before one, not both."
 	}
 	if s := strings.TrimSpace(query.Get("id")); s != "" {
 		d.FindID = s
@@ -176,8 +211,9 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 	base := baseOf(seg)
 	d.FailuresURL = base + failuresPath(name)
 	if d.Filter.active() {
-		d.ClearURL = base + queuePath(name, d.State, 0)
+		d.ClearURL = base + queuePath(name, d.State)
 	}
+	filter := skipjack.ListParams{State: d.State, Payload: payload, ErrorGroup: d.Filter.Error}
 	if st, err := q.Stats(ctx); err != nil {
 		d.StatsErr = h.failed(ctx, "stats", name, err)
 	} else {
@@ -187,13 +223,8 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 		t := toggleFor(base, name, d.Stats.Paused)
 		d.Toggle = &t
 	}
-	for _, s := range listStates {
-		t := tab{Label: stateTitle(s), URL: base + queuePath(name, s, 0), Current: s == d.State}
-		if d.StatsErr == "" {
-			t.Count = strconv.FormatInt(stateCount(d.Stats, s), 10)
-		}
-		d.Tabs = append(d.Tabs, t)
-	}
+	d.Tabs = h.tabs(ctx, &d, br, filter, base)
+	d.Limits, d.LimitsErr = h.queueLimits(ctx, q)
 	in, insights := q.(skipjack.QueueInsights)
 	if insights {
 		if d.Schedules, err = in.Schedules(ctx); err != nil {
@@ -215,42 +246,32 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 	} else {
 		d.Chart = newChart("queue", mins, rng, now)
 	}
-	d.Chart.Ranges = rangeLinks(base+queuePath(name, "", 0), rng)
+	d.Chart.Ranges = rangeLinks(base+queuePath(name, ""), rng)
 	if d.ListErr == "" {
-		// One more than a page tells whether a next page exists.
 		var recs []*skipjack.Record[json.RawMessage]
-		var resume int64
 		var err error
-		filter := skipjack.ListParams{State: d.State, AfterID: d.After, Payload: payload, ErrorGroup: d.Filter.Error}
-		switch {
-		case d.State == stateScheduled:
-			recs, resume, err = listScheduled(ctx, q, filter, d.After, h.cfg.PageSize+1, now, scheduledScan)
-		case d.Filter.active():
-			recs, resume, err = listFiltered(ctx, q, filter, h.cfg.PageSize+1, filterScan)
-		default:
-			filter.Limit = h.cfg.PageSize + 1
-			recs, err = q.List(ctx, filter)
+		if browse {
+			recs, err = h.listNewest(ctx, &d, q, br, filter, now, base)
+		} else {
+			recs, err = h.listOldest(ctx, &d, q, filter, now, base)
 		}
 		if err != nil {
 			status = http.StatusInternalServerError
 			d.ListErr = h.failed(ctx, "list", name, err)
 		}
-		switch {
-		case len(recs) > h.cfg.PageSize:
-			recs = recs[:h.cfg.PageSize]
-			d.NextURL = base + listPath(name, d.State, recs[len(recs)-1].ID, d.Filter)
-		case resume > 0:
-			d.NextURL = base + listPath(name, d.State, resume, d.Filter)
-		}
 		for _, rec := range recs {
 			d.Jobs = append(d.Jobs, newJobRow(base, name, rec, now))
 		}
 		if h.cfg.Actions {
-			d.Bulk = bulkLinks(base, name, d.State, recs, now)
+			d.Bulk = bulkLinks(base, name, d.State, recs, now, browse)
+			if browse && len(recs) > 0 {
+				d.Selectable = true
+				d.SelectURL = base + queuePath(name, "") + "/delete"
+			}
 		}
 	}
-	if d.After > 0 {
-		d.FirstURL = base + listPath(name, d.State, 0, d.Filter)
+	if d.Cursor != (cursor{}) {
+		d.FirstURL = base + listPath(name, d.State, cursor{}, d.Filter)
 	}
 	p := h.newPage(seg, "Queue "+name, now)
 	p.Crumbs = []crumb{{Label: name}}
@@ -260,6 +281,93 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 	}
 	p.Data = d
 	h.render(w, r, status, "queue", p)
+}
+
+// listNewest reads the page of d's cursor newest first and sets the
+// page's links to its neighbours.
+func (h *Handler) listNewest(ctx context.Context, d *queueData, q skipjack.QueueAdmin, br skipjack.QueueBrowser, filter skipjack.ListParams, now time.Time, base string) ([]*skipjack.Record[json.RawMessage], error) {
+	l, err := listNewestFirst(ctx, q, br, filter, d.Cursor, h.cfg.PageSize, d.Filter.active(), now)
+	if err != nil {
+		return nil, err
+	}
+	if l.hasOlder {
+		d.OlderURL = base + listPath(d.Name, d.State, l.older, d.Filter)
+	}
+	if l.hasNewer {
+		d.NewerURL = base + listPath(d.Name, d.State, l.newer, d.Filter)
+	}
+	return l.recs, nil
+}
+
+// listOldest reads the page after d's cursor in id order, for a
+// QueueAdmin without QueueBrowser, and sets the link to the next page.
+func (h *Handler) listOldest(ctx context.Context, d *queueData, q skipjack.QueueAdmin, filter skipjack.ListParams, now time.Time, base string) ([]*skipjack.Record[json.RawMessage], error) {
+	// One more than a page tells whether a next page exists.
+	var recs []*skipjack.Record[json.RawMessage]
+	var resume int64
+	var err error
+	after := d.Cursor.After
+	filter.AfterID = after
+	switch {
+	case d.State == stateScheduled:
+		recs, resume, err = listScheduled(ctx, q, filter, after, h.cfg.PageSize+1, now, scheduledScan)
+	case d.Filter.active():
+		recs, resume, err = listFiltered(ctx, q, filter, h.cfg.PageSize+1, filterScan)
+	default:
+		filter.Limit = h.cfg.PageSize + 1
+		recs, err = q.List(ctx, filter)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(recs) > h.cfg.PageSize:
+		recs = recs[:h.cfg.PageSize]
+		d.NextURL = base + listPath(d.Name, d.State, cursor{After: recs[len(recs)-1].ID}, d.Filter)
+	case resume > 0:
+		d.NextURL = base + listPath(d.Name, d.State, cursor{After: resume}, d.Filter)
+	}
+	return recs, nil
+}
+
+// tabs are a queue page's state tabs, each keeping the page's filter,
+// with its count: under the filter when one is active and the queue's
+// admin can count (QueueBrowser), else from the queue's stats.
+func (h *Handler) tabs(ctx context.Context, d *queueData, br skipjack.QueueBrowser, filter skipjack.ListParams, base string) []tab {
+	var count func(string) string
+	switch {
+	case d.Filter.active() && br != nil:
+		mc, err := br.CountMatching(ctx, filter)
+		if err != nil {
+			d.CountsErr = h.failed(ctx, "count", d.Name, err)
+			break
+		}
+		d.CountsFiltered, d.CountsPartial = true, mc.Partial
+		count = func(s string) string {
+			n := strconv.FormatInt(matchCount(mc, s), 10)
+			if mc.Partial {
+				n += "+"
+			}
+			return n
+		}
+	case d.StatsErr == "" && !d.Filter.active():
+		count = func(s string) string { return strconv.FormatInt(stateCount(d.Stats, s), 10) }
+	}
+	var tabs []tab
+	for _, s := range listStates {
+		t := tab{Label: stateTitle(s), URL: base + listPath(d.Name, s, cursor{}, d.Filter), Current: s == d.State}
+		if count != nil {
+			t.Count = count(s)
+		}
+		tabs = append(tabs, t)
+	}
+	return tabs
+}
+
+// matchCount is the count of a state tab under a filter, as stateCount is
+// without one.
+func matchCount(mc skipjack.MatchCounts, s string) int64 {
+	return stateCount(skipjack.Stats{Pending: mc.Pending, Scheduled: mc.Scheduled, Running: mc.Running, Completed: mc.Completed, Failed: mc.Failed}, s)
 }
 
 // newJobRow turns a record into a job table line.
@@ -321,21 +429,21 @@ func displayState(rec *skipjack.Record[json.RawMessage], now time.Time) string {
 	return rec.State
 }
 
-// queuePath is the path of a queue page, relative to the mount point.
-func queuePath(queue, state string, after int64) string {
-	return listPath(queue, state, after, listFilter{})
+// queuePath is the path of the first page of a queue's jobs in a state
+// ("" for all), relative to the mount point.
+func queuePath(queue, state string) string {
+	return listPath(queue, state, cursor{}, listFilter{})
 }
 
-// listPath is the path of a queue page of jobs that filter selects.
-func listPath(queue, state string, after int64, filter listFilter) string {
+// listPath is the path of the page at c of a queue's jobs that state and
+// filter select.
+func listPath(queue, state string, c cursor, filter listFilter) string {
 	p := "queues/" + url.PathEscape(queue)
 	var qs []string
 	if state != "" {
 		qs = append(qs, "state="+state)
 	}
-	if after > 0 {
-		qs = append(qs, "after="+strconv.FormatInt(after, 10))
-	}
+	qs = append(qs, c.query()...)
 	v := url.Values{}
 	filter.values(v)
 	if len(v) > 0 {

@@ -77,7 +77,7 @@ var funcs = template.FuncMap{
 	// f1 writes an SVG coordinate with one decimal.
 	"f1": func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	// queuePath is the first page of a queue's jobs in a state.
-	"queuePath": func(queue, state string) string { return queuePath(queue, state, 0) },
+	"queuePath": func(queue, state string) string { return queuePath(queue, state) },
 	"title":     stateTitle,
 	// retained prints a retained count, marking one at the runtime's cap
 	// as a lower bound.

@@ -76,6 +76,10 @@ type ListParams struct {
 	// UntilID, when not 0, stops the page at this id: with AfterID it
 	// bounds the rows a filtered page reads to a range of the primary key.
 	UntilID int64
+	// BeforeID, when not 0, keeps only jobs with ids below it: the keyset
+	// of QueueBrowser.ListNewest (pass the last id of the previous, newer
+	// page). List honours it too.
+	BeforeID int64
 	// Payload, when set, is the text of a JSON object that keeps only jobs
 	// whose payload contains it (jsonb @>): {"customer": 42} finds the
 	// jobs of customer 42. (Text rather than json.RawMessage keeps
@@ -136,4 +140,77 @@ type QueueAdmin interface {
 	Pause(ctx context.Context) error
 	// Resume lets workers claim the queue's jobs again.
 	Resume(ctx context.Context) error
+}
+
+// QueueBrowser is what a QueueAdmin may also implement for browsing a
+// large queue: job lists newest first, counts under a filter, and
+// deleting jobs. The Admin of every generated queue package and the
+// skipjack CLI's implement it; tools check for it at run time, as for
+// QueueInsights.
+type QueueBrowser interface {
+	// ListNewest returns a page of jobs newest (highest id) first: ids
+	// above p.AfterID, below p.BeforeID (when not 0) and up to p.UntilID
+	// (when not 0), with List's State, Payload and ErrorGroup filters and
+	// Limit. Keyset pagination both ways: the next older page is
+	// BeforeID = the last id of this one; the next newer page is List
+	// with AfterID = the first id of this one, reversed.
+	ListNewest(ctx context.Context, p ListParams) ([]*Record[json.RawMessage], error)
+	// CountMatching counts by state the jobs that p.Payload and
+	// p.ErrorGroup select (its other fields are ignored), among the
+	// queue's MatchCountScan newest jobs.
+	CountMatching(ctx context.Context, p ListParams) (MatchCounts, error)
+	// Delete deletes the jobs among ids that are not running and returns
+	// how many it deleted. A running job belongs to its worker until its
+	// attempt ends: cancel it, then delete it.
+	Delete(ctx context.Context, ids ...int64) (int64, error)
+}
+
+// MatchCountScan is how many of a queue's newest jobs CountMatching reads
+// at most, so that counting under a filter costs a bounded request however
+// large the queue's history.
+const MatchCountScan = 100_000
+
+// MatchCounts counts the jobs a filter selects, by state, as Stats does
+// for the whole queue.
+type MatchCounts struct {
+	// Pending, Scheduled, Running, Completed and Failed count the selected
+	// jobs as the Stats fields of the same names count all jobs.
+	Pending, Scheduled, Running, Completed, Failed int64
+	// Scanned is how many of the queue's newest jobs were read.
+	Scanned int64
+	// Partial reports that the queue holds more jobs than were read
+	// (Scanned reached MatchCountScan): the counts are then lower bounds,
+	// exact for the newest MatchCountScan jobs.
+	Partial bool
+}
+
+// QueueLimiter is what a QueueAdmin may also implement to describe its
+// queue's flow control (limits: and serial: in skipjack.yaml) and how much
+// of it is in use now. The Admin of every generated queue package and the
+// skipjack CLI's implement it; tools check for it at run time.
+type QueueLimiter interface {
+	// Limits returns the queue's declared limits and their use now.
+	Limits(ctx context.Context) (Limits, error)
+}
+
+// Limits is a queue's flow control as declared, and its use now.
+type Limits struct {
+	// Concurrency caps the jobs claimed at once in all processes
+	// (limits.concurrency); 0 means no cap.
+	Concurrency int `json:"concurrency"`
+	// RateCount and RatePer cap the jobs started in any window of RatePer
+	// in all processes (limits.rate); RateCount 0 means no cap.
+	RateCount int           `json:"rate_count"`
+	RatePer   time.Duration `json:"rate_per"`
+	// Serial reports whether jobs with equal serial keys run one at a time
+	// (serial.by); SerialBy names the key's fields when the admin knows
+	// them.
+	Serial   bool     `json:"serial"`
+	SerialBy []string `json:"serial_by,omitempty"`
+	// Claimed counts the jobs claimed now (running or prefetched) in all
+	// processes: the slots of Concurrency in use.
+	Claimed int64 `json:"claimed"`
+	// RateWait is how long until the rate window has room for another
+	// start; 0 when it has room now or there is no rate cap.
+	RateWait time.Duration `json:"rate_wait"`
 }

@@ -203,6 +203,16 @@ feature_mutants=(
   "tableadmin-resume-not-notified :: ../queries/queries.sql.tmpl :: s/^SELECT pg_notify({{.Channel}}, '') FROM resumed;/SELECT 1 FROM resumed;/ :: TestGate3ResumeWakesWorkers :: ../cmd/skipjack/internal/tableadmin"
   "update-migration-without-lock-timeout :: ../generator/migrations.go :: s/^\tcase update:$/\tcase false \&\& update:/ :: TestGate3UpdateMigrationGivesUpBehindLock :: ../cmd/skipjack"
   "stopping-worker-prunes-recent-rows :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Gone/,/^UPDATE/s/interval '1 hour'/interval '1 minute'/ :: TestGate3StoppingWorkerPrunesOldRows :: ."
+  # Dashboard browsing (issue 44 item 5): delete's CSRF check, tab counts
+  # under the filter, paging direction, the paused marker of stats.
+  "dashboard-delete-skips-token :: ../dashboard/confirm.go :: s/if err := h.tokens.verify(r.PostForm.Get(\"token\"), a.Name, queue, ids, h.now()); err != nil {/if err := h.tokens.verify(r.PostForm.Get(\"token\"), a.Name, queue, ids, h.now()); err != nil \&\& a.Name != \"delete\" {/ :: TestPostgresDelete :: ../dashboard"
+  "dashboard-tab-counts-unfiltered :: ../dashboard/queuepage.go :: s/case d.Filter.active() \&\& br != nil:/case false:/;s/case d.StatsErr == \"\" \&\& !d.Filter.active():/case d.StatsErr == \"\":/ :: TestPostgresFilteredTabCounts :: ../dashboard"
+  "dashboard-older-link-goes-newer :: ../dashboard/paging.go :: s/l.older, l.hasOlder = cursor{Before: recs\[len(recs)-1\].ID}, true/l.older, l.hasOlder = cursor{After: recs[len(recs)-1].ID}, true/ :: TestPostgresNewestFirstPaging :: ../dashboard"
+  "dashboard-newer-link-goes-older :: ../dashboard/paging.go :: s/l.newer = cursor{After: recs\[0\].ID}/l.newer = cursor{Before: recs[0].ID}/ :: TestPostgresNewestFirstPaging :: ../dashboard"
+  "list-newest-ascending :: ../dashboard/internal/testjobs/sendemail/internal/db/queries.sql.go :: /-- name: ListNewest/,/LIMIT/s/ORDER BY \"id\" DESC/ORDER BY \"id\"/ :: TestPostgresNewestFirstPaging :: ../dashboard"
+  "overview-failed-hour-from-records :: ../dashboard/overview.go :: s/^\trow.Completed = sinceActivity(row.Activity, now.Add(-time.Hour)).Completed$/\thour := sinceActivity(row.Activity, now.Add(-time.Hour)); row.Completed, row.Failed = hour.Completed, hour.Failed/ :: TestPostgresOverviewReconciles :: ../dashboard"
+  "cli-stats-paused-is-late :: ../cmd/skipjack/stats.go :: s/^\tif !s.Paused {$/\tif true {/ :: TestStatsPausedNotLate :: ../cmd/skipjack"
+  "cli-stats-paused-unmarked :: ../cmd/skipjack/stats.go :: s/wait = \"paused \" + wait/wait = \"\" + wait/ :: TestPrintStats|TestStatsPausedNotLate :: ../cmd/skipjack"
 )
 mutants+=("${feature_mutants[@]}")
 

@@ -93,13 +93,15 @@ func TestRunExitStatus(t *testing.T) {
 }
 
 // TestPrintStats checks the stats table: names left-aligned in a column as
-// wide as the longest, counts right-aligned under their headers.
+// wide as the longest, counts right-aligned under their headers, a paused
+// queue's wait marked paused.
 func TestPrintStats(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	err := printStats(env{stdout: &out}, []queueStats{
 		{Queue: "send_email", Pending: 12, Scheduled: 3, Failed: 1, OldestPendingSeconds: 1.5},
 		{Queue: "a", Completed: 1234567},
+		{Queue: "p", Pending: 2, OldestPendingSeconds: 61, Paused: true},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +109,8 @@ func TestPrintStats(t *testing.T) {
 	want := "" +
 		"QUEUE         PENDING  SCHEDULED    RUNNING  COMPLETED     FAILED  OLDEST PENDING\n" +
 		"send_email         12          3          0          0          1            1.5s\n" +
-		"a                   0          0          0    1234567          0              0s\n"
+		"a                   0          0          0    1234567          0              0s\n" +
+		"p (paused)          2          0          0          0          0     paused 1m1s\n"
 	if out.String() != want {
 		t.Errorf("printStats:\n%s\nwant:\n%s", out.String(), want)
 	}

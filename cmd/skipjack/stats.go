@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"time"
 
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
+
 	"github.com/skipjack-dev/skipjack/cmd/skipjack/internal/tableadmin"
 	"github.com/skipjack-dev/skipjack/generator/config"
 )
 
 // queueStats is one queue's line of stats --json: skipjack.Stats with the
-// queue's name, and the oldest pending job's wait in seconds.
+// queue's name, the oldest pending job's wait in seconds, and that wait
+// again as lateness, 0 for a paused queue.
 type queueStats struct {
 	Queue     string `json:"queue"`
 	Pending   int64  `json:"pending"`
@@ -30,6 +33,11 @@ type queueStats struct {
 	OldestPending time.Duration `json:"oldest_pending"`
 	// Paused reports whether the queue is paused (skipjack queues pause).
 	Paused bool `json:"paused"`
+	// LateSeconds is how late the queue is: OldestPendingSeconds while it
+	// runs, 0 while it is paused, since a paused queue's jobs wait on
+	// purpose. Alert on this rather than on OldestPendingSeconds, so a
+	// deliberate pause does not page anyone.
+	LateSeconds float64 `json:"late_seconds"`
 }
 
 // stats prints the counts of every live queue, as a table or as JSON.
@@ -41,13 +49,7 @@ func stats(o options, e env) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.Name(), err)
 			}
-			rows = append(rows, queueStats{
-				Queue: q.Name(), Pending: s.Pending, Scheduled: s.Scheduled, Running: s.Running,
-				Completed: s.Completed, Failed: s.Failed,
-				OldestPendingSeconds: s.OldestPending.Round(time.Millisecond).Seconds(),
-				OldestPending:        s.OldestPending,
-				Paused:               s.Paused,
-			})
+			rows = append(rows, newQueueStats(q.Name(), s))
 		}
 		if o.asJSON {
 			raw, err := json.Marshal(rows)
@@ -60,8 +62,25 @@ func stats(o options, e env) error {
 	})
 }
 
+// newQueueStats is the stats line of queue name.
+func newQueueStats(name string, s skipjack.Stats) queueStats {
+	r := queueStats{
+		Queue: name, Pending: s.Pending, Scheduled: s.Scheduled, Running: s.Running,
+		Completed: s.Completed, Failed: s.Failed,
+		OldestPendingSeconds: s.OldestPending.Round(time.Millisecond).Seconds(),
+		OldestPending:        s.OldestPending,
+		Paused:               s.Paused,
+	}
+	if !s.Paused {
+		r.LateSeconds = r.OldestPendingSeconds
+	}
+	return r
+}
+
 // printStats prints rows as a table: queue names left-aligned (a paused
-// queue's marked so), counts right-aligned under their headers.
+// queue's marked so), counts right-aligned under their headers, and the
+// oldest pending job's wait, which for a paused queue reads "paused"
+// before it: its jobs wait on purpose, they are not late.
 func printStats(e env, rows []queueStats) error {
 	width := len("QUEUE")
 	for i, r := range rows {
@@ -74,7 +93,11 @@ func printStats(e env, rows []queueStats) error {
 	fmt.Fprintf(&b, "%-*s  %9s  %9s  %9s  %9s  %9s  %14s\n", width, "QUEUE", "PENDING", "SCHEDULED", "RUNNING", "COMPLETED", "FAILED", "OLDEST PENDING")
 	for _, r := range rows {
 		oldest := time.Duration(r.OldestPendingSeconds * float64(time.Second)).Round(time.Millisecond)
-		fmt.Fprintf(&b, "%-*s  %9d  %9d  %9d  %9d  %9d  %14v\n", width, r.Queue, r.Pending, r.Scheduled, r.Running, r.Completed, r.Failed, oldest)
+		wait := oldest.String()
+		if r.Paused {
+			wait = "paused " + wait
+		}
+		fmt.Fprintf(&b, "%-*s  %9d  %9d  %9d  %9d  %9d  %14s\n", width, r.Queue, r.Pending, r.Scheduled, r.Running, r.Completed, r.Failed, wait)
 	}
 	_, err := e.stdout.Write(b.Bytes())
 	return err

@@ -17,11 +17,12 @@
   }
   function tick() {
     // Skip a round while the tab is hidden, a fetch is under way, or the
-    // keyboard focus or a text selection is inside the region (replacing
-    // it would lose them).
+    // keyboard focus, a text selection or a checked job is inside the
+    // region (replacing it would lose them).
     var sel = window.getSelection();
     var selecting = sel && !sel.isCollapsed && live.contains(sel.anchorNode);
-    if (document.hidden || busy || selecting || live.contains(document.activeElement)) {
+    var checked = live.querySelector("input[type=checkbox]:checked");
+    if (document.hidden || busy || selecting || checked || live.contains(document.activeElement)) {
       schedule();
       return;
     }

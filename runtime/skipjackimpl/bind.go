@@ -141,6 +141,7 @@ type queries interface {
 	unique() uniqueQueries
 	slots() slotQueries
 	quiet() quietQueries
+	browse() browseQueries
 }
 
 // binding adapts one queue's sqlc Queries to queries.
@@ -414,6 +415,11 @@ func (b binding[C, H, G, L, S, E, A, R, V, F, K]) unique() uniqueQueries {
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) quiet() quietQueries {
 	q, _ := b.q.(quietQueries)
+	return q
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) browse() browseQueries {
+	q, _ := b.q.(browseQueries)
 	return q
 }
 

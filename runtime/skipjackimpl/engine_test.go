@@ -179,6 +179,7 @@ func (f *fakeStore) resume(context.Context) error { return nil }
 func (f *fakeStore) unique() uniqueQueries        { return nil }
 func (f *fakeStore) slots() slotQueries           { return nil }
 func (f *fakeStore) quiet() quietQueries          { return nil }
+func (f *fakeStore) browse() browseQueries        { return nil }
 
 func (f *fakeStore) completed() []int64 {
 	f.mu.Lock()

@@ -270,20 +270,15 @@ const (
 )
 
 func (q *Queue[P]) listRaw(ctx context.Context, db DBTX, p skipjack.ListParams) ([]*skipjack.Record[[]byte], error) {
-	switch p.State {
-	case "", skipjack.StatePending, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed:
-	default:
-		return nil, fmt.Errorf("list %s: unknown state %q (want pending, running, completed or failed)", q.spec.Name, p.State)
+	if err := q.checkList(p); err != nil {
+		return nil, err
 	}
-	if p.Limit <= 0 {
-		p.Limit = defaultListLimit
-	}
-	p.Limit = min(p.Limit, maxListLimit)
-	if len(p.Payload) > 0 {
-		var filter map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(p.Payload), &filter); err != nil {
-			return nil, fmt.Errorf("list %s: the payload filter is not a JSON object: %w", q.spec.Name, err)
+	p.Limit = listLimit(p.Limit)
+	if p.BeforeID > 0 && (p.UntilID == 0 || p.UntilID >= p.BeforeID) {
+		if p.BeforeID-1 <= p.AfterID {
+			return nil, nil
 		}
+		p.UntilID = p.BeforeID - 1
 	}
 	qs := q.bind(db)
 	var rs []*skipjack.Record[[]byte]
@@ -297,6 +292,29 @@ func (q *Queue[P]) listRaw(ctx context.Context, db DBTX, p skipjack.ListParams) 
 		return nil, fmt.Errorf("list %s: %w", q.spec.Name, err)
 	}
 	return rs, nil
+}
+
+// checkList refuses list parameters with an unknown state or a payload
+// filter that is not a JSON object.
+func (q *Queue[P]) checkList(p skipjack.ListParams) error {
+	switch p.State {
+	case "", skipjack.StatePending, skipjack.StateRunning, skipjack.StateCompleted, skipjack.StateFailed:
+	default:
+		return fmt.Errorf("list %s: unknown state %q (want pending, running, completed or failed)", q.spec.Name, p.State)
+	}
+	if err := checkPayloadFilter(p.Payload); err != nil {
+		return fmt.Errorf("list %s: %w", q.spec.Name, err)
+	}
+	return nil
+}
+
+// listLimit is the page size of a List with limit: the default for 0 or
+// less, at most maxListLimit.
+func listLimit(limit int) int {
+	if limit <= 0 {
+		return defaultListLimit
+	}
+	return min(limit, maxListLimit)
 }
 
 // Retry makes failed or scheduled jobs pending now and returns how many

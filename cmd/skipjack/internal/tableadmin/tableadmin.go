@@ -33,7 +33,7 @@ type DBTX interface {
 }
 
 // The queries an Admin runs, by their sqlc names.
-var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups"}
+var adminQueries = []string{"Stats", "CountFinished", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Activity", "FailureGroups", "ListNewest", "CountMatching", "Delete", "Headroom"}
 
 // Admin is the operations view of one queue's table.
 type Admin struct {
@@ -50,16 +50,29 @@ type Admin struct {
 	// uniqueKeys and uniqueStates are the queue's unique key fields and
 	// states, when its key is made of fields (FindUnique then exists).
 	uniqueKeys, uniqueStates []string
+	// limits is the queue's declared flow control, without its use.
+	limits skipjack.Limits
 }
 
 var _ skipjack.QueueAdmin = (*Admin)(nil)
 
 var _ skipjack.QueueInsights = (*Admin)(nil)
 
+var _ skipjack.QueueBrowser = (*Admin)(nil)
+
 // New returns the admin of queue q on db.
 func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 	sections := parseQueries(q.Queries)
 	a := &Admin{name: q.Name, table: q.Table, channel: q.Channel, db: db, sql: map[string]string{}, params: map[string][]string{}}
+	if l := q.Limits; l != nil {
+		a.limits.Concurrency = l.Concurrency
+		if l.Rate != nil {
+			a.limits.RateCount, a.limits.RatePer = l.Rate.Count, l.Rate.Per
+		}
+	}
+	if s := q.Serial; s != nil {
+		a.limits.Serial, a.limits.SerialBy = true, s.By
+	}
 	for _, name := range adminQueries {
 		text, ok := sections[name]
 		if !ok {
@@ -224,6 +237,12 @@ func (a *Admin) List(ctx context.Context, p skipjack.ListParams) ([]*skipjack.Re
 			return nil, fmt.Errorf("the payload filter is not a JSON object: %w", err)
 		}
 		payload = p.Payload
+	}
+	if p.BeforeID > 0 && (p.UntilID == 0 || p.UntilID >= p.BeforeID) {
+		if p.BeforeID-1 <= p.AfterID {
+			return nil, nil
+		}
+		p.UntilID = p.BeforeID - 1
 	}
 	if skipjackimpl.ByUniqueKey(a.uniqueKeys, a.uniqueStates, p) {
 		return a.listByUniqueKey(ctx, p)
