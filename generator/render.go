@@ -81,7 +81,7 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 	std, other := im.split()
 	t := qm.table
 	return templates.QueueFile{
-		Output: output,
+		Output:       output,
 		Package:      q.Package,
 		Queue:        q.Name,
 		Table:        t.QualifiedName(),
