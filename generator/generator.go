@@ -35,6 +35,7 @@ import (
 
 	"github.com/skipjack-dev/skipjack/generator/compat"
 	"github.com/skipjack-dev/skipjack/generator/config"
+	"github.com/skipjack-dev/skipjack/schema"
 	"github.com/skipjack-dev/skipjack/templates"
 )
 
@@ -91,6 +92,18 @@ func Generate(cfg *config.Config, opts Options) (*Output, error) {
 			return nil, err
 		}
 		g.add(path.Join(g.out, qm.cfg.Package, "queue.go"), data)
+	}
+	tables := make(map[string]schema.Table, len(m.queues))
+	for _, qm := range m.queues {
+		tables[qm.cfg.Name] = qm.table
+	}
+	for i := range cfg.Workflows {
+		wf := &cfg.Workflows[i]
+		data, err := templates.Execute(templates.Workflow, g.workflowFile(wf, tables))
+		if err != nil {
+			return nil, err
+		}
+		g.add(path.Join(g.out, wf.Package, "workflow.go"), data)
 	}
 	if len(cfg.Types) > 0 {
 		data, err := templates.Execute(templates.Types, g.typesFile())
@@ -158,6 +171,11 @@ func locateOut(cfg *config.Config, outDir string, diags *diagnostics) (importPat
 	for _, q := range cfg.Queues {
 		if q.Package == pkg {
 			diags.addf(q.Pos, "queue package %s has the same name as the out package; rename the queue or out", q.Package)
+		}
+	}
+	for _, wf := range cfg.Workflows {
+		if wf.Package == pkg {
+			diags.addf(wf.Pos, "workflow package %s has the same name as the out package; rename the workflow or out", wf.Package)
 		}
 	}
 	return importPath, pkg

@@ -93,6 +93,11 @@ var goldenCases = []struct {
 	// units with -- +goose NO TRANSACTION, which the generated Migrate
 	// applies outside a transaction.
 	{name: "goose_live", postgres: true},
+	// workflows: a diamond of steps across queues with typed outputs; its
+	// tests run the steps with workers against PostgreSQL (fan-in under
+	// concurrency, the failure policy, cancel, retry, outputs, atomic
+	// Start).
+	{name: "workflows", tests: true},
 }
 
 // TestGolden generates every case in a temp module, compares the output

@@ -306,6 +306,9 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	if err := diags.err(); err != nil {
 		return nil, "", err
 	}
+	wfShared, wfSteps, wfChanges := workflowSteps(cfg.Schema, last, want, prev)
+	steps = append(steps, wfSteps...)
+	changes = append(changes, wfChanges...)
 	// The per-schema tables of layouts 4 (workers) and 5 (queues, counts) come
 	// first: new tables, which nothing reads or locks yet.
 	var shared []tableStep
@@ -320,6 +323,7 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 			}
 		}
 	}
+	shared = append(shared, wfShared...)
 	if len(shared) > 0 {
 		steps = append(shared, steps...)
 		created = true

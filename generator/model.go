@@ -22,6 +22,9 @@ type model struct {
 type state struct {
 	Schema string         `json:"schema"`
 	Tables []schema.Table `json:"tables"`
+	// WorkflowQueues are the queues that workflows use, sorted: their
+	// tables carry the workflow triggers (see package schema).
+	WorkflowQueues []string `json:"workflow_queues,omitempty"`
 }
 
 // queueModel is one live queue: its config, its table and what its sqlc
@@ -40,6 +43,7 @@ func buildModel(cfg *config.Config) *model {
 		m.queues = append(m.queues, queueModel{cfg: &q, table: t, queries: queriesOf(t, &q)})
 		m.state.Tables = append(m.state.Tables, t)
 	}
+	m.state.WorkflowQueues = workflowQueues(cfg)
 	return m
 }
 

@@ -73,9 +73,15 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 			}
 		}
 	}
+	var output *templates.Struct
+	if len(q.Output) > 0 {
+		o := w.structOf("Output", "Output is what a "+q.Name+" handler records with SetOutput for the workflow steps after it.", q.Output)
+		output = &o
+	}
 	std, other := im.split()
 	t := qm.table
 	return templates.QueueFile{
+		Output:       output,
 		Package:      q.Package,
 		Queue:        q.Name,
 		Table:        t.QualifiedName(),
@@ -89,6 +95,7 @@ func (g *gen) queueFile(qm queueModel) templates.QueueFile {
 			[]setting{{"RetainCompleted", durationExpr(q.RetainCompleted)}, {"RetainFailed", durationExpr(q.RetainFailed)}, {"Unique", strconv.FormatBool(q.Unique != nil)}, {"MaxPayloadBytes", strconv.Itoa(q.MaxPayloadBytes)}},
 			limitSettings(q),
 			uniqueSettings(q),
+			g.workflowSettings(q, t),
 		),
 		Unique:    q.Unique != nil,
 		Schedules: schedules,

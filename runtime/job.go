@@ -1,6 +1,10 @@
 package skipjack
 
-import "time"
+import (
+	"time"
+
+	"github.com/skipjack-dev/skipjack/runtime/internal/link"
+)
 
 // Job is one claimed job of a queue with payload type T, as a handler sees it.
 type Job[T any] struct {
@@ -30,11 +34,35 @@ type Job[T any] struct {
 	// enqueuer's trace.
 	Trace map[string]string
 
+	// WorkflowID is the id of the workflow this job is a step of, or 0
+	// for a job outside any workflow.
+	WorkflowID int64
+
 	// Claim is this attempt's fencing token: the row's claim counter as this
 	// attempt's claim set it. Every write the worker makes for the attempt,
 	// and CompleteTx, match it, so an attempt whose lease was lost can never
 	// settle a newer attempt of the same job.
 	Claim int32
+
+	// output is what the handler recorded with the generated SetOutput,
+	// encoded; nil when it recorded none.
+	output []byte
+}
+
+// setOutput and takeOutput are what link.SetJobOutput and link.JobOutput
+// call.
+func (j *Job[T]) setOutput(b []byte) { j.output = b }
+func (j *Job[T]) jobOutput() []byte  { return j.output }
+
+// outputHolder is a Job of any payload type.
+type outputHolder interface {
+	setOutput(b []byte)
+	jobOutput() []byte
+}
+
+func init() {
+	link.SetJobOutput = func(job any, b []byte) { job.(outputHolder).setOutput(b) }
+	link.JobOutput = func(job any) []byte { return job.(outputHolder).jobOutput() }
 }
 
 // AttemptError is one entry of a job's error history.

@@ -67,6 +67,9 @@ type QueueFile struct {
 	Unique bool
 	// Schedules are Go expressions building the queue's periodic jobs.
 	Schedules []string
+	// Output is the struct a handler records with SetOutput; nil when the
+	// queue declares no output.
+	Output *Struct
 }
 
 // TypesFile is the model of the shared package's types.go.
@@ -99,4 +102,36 @@ type Migration struct {
 	Name string
 	// Up is its up SQL as a Go string literal.
 	Up string
+}
+
+// WorkflowFile is the model of a workflow package's workflow.go.
+type WorkflowFile struct {
+	// Package is the Go package name (fulfilorder).
+	Package string
+	// Workflow is the workflow's YAML name (fulfil_order).
+	Workflow string
+	// StdImports and OtherImports are the file's imports.
+	StdImports, OtherImports []Import
+	// Steps are the steps, upstream steps first.
+	Steps []WorkflowStep
+	// Workflows and StepsTable are the Go string literals of the schema's
+	// workflows and steps tables.
+	Workflows, StepsTable string
+	// Start is the Go string literal of the statement Start runs.
+	Start string
+	// Outputs are the steps whose queues declare an output.
+	Outputs []WorkflowStep
+}
+
+// WorkflowStep is one step of a WorkflowFile.
+type WorkflowStep struct {
+	// Name is the step's YAML name (charge) and Field its Go name (Charge).
+	Name, Field string
+	// Queue is the queue's YAML name, Pkg the name its package is imported
+	// as, and Table the Go string literal of its table.
+	Queue, Pkg, Table string
+	// After is what the step runs after, for its doc comment ("" for none).
+	After string
+	// MaxPayloadBytes is the queue's max_payload_bytes.
+	MaxPayloadBytes int
 }

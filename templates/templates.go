@@ -28,6 +28,8 @@ const (
 	Types = "types.go.tmpl"
 	// Migrate renders the Migrate function of <out> from a MigrateFile.
 	Migrate = "migrate.go.tmpl"
+	// Workflow renders <out>/<workflow pkg>/workflow.go from a WorkflowFile.
+	Workflow = "workflow.go.tmpl"
 )
 
 // Execute renders the named template with data.

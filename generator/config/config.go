@@ -37,6 +37,8 @@ type Config struct {
 	// QueuesPos is where the queues key is written (or the top of the file
 	// when missing).
 	QueuesPos Pos
+	// Workflows are the declared workflows, in file order.
+	Workflows []Workflow
 }
 
 // Migrations is the migrations: section.
@@ -152,6 +154,9 @@ type Queue struct {
 	// MaxPayloadBytes caps the size of a job's encoded payload (0: no
 	// limit).
 	MaxPayloadBytes int
+	// Output is the fields of the result a handler records with SetOutput
+	// for the workflow steps downstream, in file order (nil: no output).
+	Output []Field
 	// Pos is where the queue's name is written.
 	Pos Pos
 }

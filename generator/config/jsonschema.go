@@ -90,6 +90,7 @@ func JSONSchema() []byte {
 		"additionalProperties": false,
 		"properties": obj{
 			"payload":      fields("The payload's fields: snake_case key -> Go type expression; order is kept."),
+			"output":       fields("The fields of the result a handler records with SetOutput, which the workflow steps after it read with Outputs."),
 			"max_attempts": obj{"type": "integer", "minimum": 1, "maximum": 2147483647, "default": DefaultMaxAttempts, "description": "Attempts before a failing job is marked failed; also the column default for SQL producers."},
 			"backoff": obj{
 				"type": "object", "additionalProperties": false,
@@ -193,6 +194,12 @@ func JSONSchema() []byte {
 				"minProperties":        1,
 				"propertyNames":        obj{"pattern": queueName.String(), "not": obj{"enum": reserved}},
 				"additionalProperties": queue,
+			},
+			"workflows": obj{
+				"type":                 "object",
+				"description":          "Typed workflows: each a DAG of steps, every step a job of a declared queue.",
+				"propertyNames":        obj{"pattern": queueName.String(), "not": obj{"enum": reserved}},
+				"additionalProperties": workflowSchema(),
 			},
 		},
 	}

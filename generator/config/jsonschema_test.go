@@ -167,6 +167,8 @@ func TestJSONSchemaKeys(t *testing.T) {
 		{"serial", append(queue, "properties", "serial", "properties"), serialKeys},
 		{"schedule", append(queue, "properties", "schedule", "items", "properties"), scheduleKeys},
 		{"table", append(queue, "properties", "table", "properties"), storageParamNames},
+		{"workflow", []string{"workflows", "additionalProperties", "properties"}, workflowKeys},
+		{"step", []string{"workflows", "additionalProperties", "properties", "steps", "additionalProperties", "properties"}, stepKeys},
 	}
 	for _, tt := range tests {
 		got := keys(top, tt.path...)

@@ -35,9 +35,9 @@ const MinLease = time.Second
 var MigrationFormats = []string{"plain", "goose", "golang-migrate", "tern"}
 
 var (
-	topKeys        = []string{"version", "name", "out", "migrations", "schema", "types", "queues"}
+	topKeys        = []string{"version", "name", "out", "migrations", "schema", "types", "queues", "workflows"}
 	migrationsKeys = []string{"dir", "format"}
-	queueKeys      = []string{"payload", "max_attempts", "backoff", "timeout", "lease", "priority", "notify", "retention", "table", "dropped", "unique", "schedule", "max_payload_bytes", "limits", "serial"}
+	queueKeys      = []string{"payload", "max_attempts", "backoff", "timeout", "lease", "priority", "notify", "retention", "table", "dropped", "unique", "schedule", "max_payload_bytes", "limits", "serial", "output"}
 	backoffKeys    = []string{"min", "max"}
 	retentionKeys  = []string{"completed", "failed"}
 )
@@ -115,6 +115,9 @@ func (w *walker) config(root *yaml.Node, cfg *Config) {
 	} else {
 		cfg.QueuesPos = pos(e.keyNode)
 		cfg.Queues = w.queues(e, scope, cfg.Types)
+	}
+	if e, ok := top["workflows"]; ok {
+		cfg.Workflows = w.workflows(e, cfg.LiveQueues())
 	}
 }
 
@@ -215,6 +218,12 @@ func (w *walker) queue(p entry, scope *typeScope, types []Struct) Queue {
 	s, _ := w.section(p.value, fmt.Sprintf("queue %q", p.key), queueKeys)
 	if e, ok := s["payload"]; ok {
 		q.Payload = w.fields(e.value, "payload", scope)
+	}
+	if e, ok := s["output"]; ok {
+		q.Output = w.fields(e.value, "output", scope)
+		if len(q.Output) == 0 {
+			w.errorf(e.keyNode, "output must declare at least one field such as {tracking_id: string}")
+		}
 	}
 	if e, ok := s["max_attempts"]; ok {
 		if n, ok := w.integer(e); ok {

@@ -260,6 +260,12 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 			err = fmt.Errorf("handler overran its %v timeout: %w", r.spec.Timeout, err)
 		}
 	}
+	if err == nil {
+		if werr := r.storeOutput(e); werr != nil {
+			// The output is part of the result: without it, try again.
+			err = werr
+		}
+	}
 	var res Resolution
 	if err != nil {
 		switch cause := context.Cause(hctx); {

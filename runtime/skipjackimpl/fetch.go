@@ -364,9 +364,16 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		newJob(e)
 		e.decodeErr = decode(r.log, e.row.Payload, &e.job.Payload)
 	}
+	if wt := r.spec.Workflow; wt != nil && len(entries) > 0 && err == nil {
+		// A job that cannot learn its workflow goes back at once, as
+		// those of a stopped worker do.
+		if err = r.workflowIDs(entries); err != nil {
+			err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
+		}
+	}
 	r.mu.Lock()
 	r.asked -= reserved
-	if r.stopped || r.pauses != pauses {
+	if r.stopped || r.pauses != pauses || (err != nil && len(entries) > 0) {
 		// Stopped, or paused (the claim may have read the queue before
 		// the pause): the jobs go back at once.
 		r.inflight -= reserved

@@ -215,6 +215,9 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 // returns an error matching skipjack.ErrLeaseLost when this attempt no
 // longer owns the job; the caller should then roll back.
 func (q *Queue[P]) CompleteTx(ctx context.Context, tx pgx.Tx, job *skipjack.Job[P]) error {
+	if err := writeOutput(ctx, tx, q.spec.Workflow, q.spec.Name, job.ID, job.Claim, link.JobOutput(job)); err != nil {
+		return err
+	}
 	return CompleteTx(ctx, job, q.bind(tx).completeOne)
 }
 

@@ -47,6 +47,9 @@ type QueueSpec struct {
 	// processes together; 0 means no cap.
 	RateCount int
 	RatePer   time.Duration
+	// Workflow names the tables of a queue that workflows use; nil for
+	// every other queue, whose claims and acks do nothing more.
+	Workflow *WorkflowTables
 }
 
 // limited reports whether the queue's claims take turns under Admit's lock

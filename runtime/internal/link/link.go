@@ -25,3 +25,11 @@ type Group struct {
 // skipjack.TracePropagator, or nil without one. Package skipjack sets it
 // in its init.
 var InjectTrace func(ctx context.Context) map[string]string
+
+// SetJobOutput stores the encoded output of a *skipjack.Job[T] (passed as
+// any), and JobOutput returns it (nil when none was set); package skipjack
+// sets both.
+var (
+	SetJobOutput func(job any, b []byte)
+	JobOutput    func(job any) []byte
+)
