@@ -112,6 +112,13 @@ type queueData struct {
 	// Schedules are the queue's periodic jobs.
 	Schedules    []skipjack.ScheduleInfo
 	SchedulesErr string
+	// Flow describes the queue's limits and serial key ("" for none, or
+	// when its admin does not implement skipjack.QueueFlow);
+	// FlowLimited says whether it declares a limit, FlowConcurrency is
+	// limits.concurrency (0: none).
+	Flow            string
+	FlowLimited     bool
+	FlowConcurrency int
 }
 
 // queuePage serves one queue's jobs: a page of at most PageSize jobs in id
@@ -193,6 +200,10 @@ func (h *Handler) queuePage(w http.ResponseWriter, r *http.Request, seg []string
 			t.Count = strconv.FormatInt(stateCount(d.Stats, s), 10)
 		}
 		d.Tabs = append(d.Tabs, t)
+	}
+	if f, ok := q.(skipjack.QueueFlow); ok {
+		info := f.Flow()
+		d.Flow, d.FlowLimited, d.FlowConcurrency = info.String(), info.Limited(), info.Concurrency
 	}
 	in, insights := q.(skipjack.QueueInsights)
 	if insights {

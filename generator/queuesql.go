@@ -24,6 +24,9 @@ type QueueSQL struct {
 	Unique *config.Unique
 	// Channel is the queue's NOTIFY channel, or "" with notify: false.
 	Channel string
+	// Limits and Serial are the queue's flow control, or nil.
+	Limits *config.Limits
+	Serial *config.Serial
 }
 
 // QueueSQLs returns the SQL of every live queue of cfg, in YAML order.
@@ -35,7 +38,7 @@ func QueueSQLs(cfg *config.Config) ([]QueueSQL, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule, Unique: qm.cfg.Unique, Channel: qm.table.Channel()})
+		out = append(out, QueueSQL{Name: qm.cfg.Name, Table: qm.table.QualifiedName(), Queries: text, Schedules: qm.cfg.Schedule, Unique: qm.cfg.Unique, Channel: qm.table.Channel(), Limits: qm.cfg.Limits, Serial: qm.cfg.Serial})
 	}
 	return out, nil
 }

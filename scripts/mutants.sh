@@ -160,6 +160,12 @@ feature_mutants=(
   "idle-flushes-trickle :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := idle/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "claim-buffer-not-cleared :: skipjackimpl/fetch.go :: /^\tclear(rows)$/d :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
   "claim-buffer-not-kept :: skipjackimpl/fetch.go :: s/case b <- rows\[:0\]:/case b <- nil:/ :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
+  # Issue 43, limits.per_key: the claim must leave jobs beyond a key's room
+  # pending, pass over keys at their limit, and claim again in the same turn
+  # after it filled keys.
+  "per-key-room-ignored :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM kept))/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM picked))/ :: TestPerKeyLimitAcrossProcesses :: ."
+  "per-key-full-keys-not-passed-over :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/NOT IN (SELECT \"key\" FROM held WHERE \"n\" >= 2)/IS NOT NULL/ :: TestPerKeyFairness :: ."
+  "per-key-one-statement-per-turn :: skipjackimpl/fetch.go :: s/r.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
 )
 mutants+=("${feature_mutants[@]}")
 

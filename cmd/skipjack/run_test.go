@@ -100,6 +100,7 @@ func TestPrintStats(t *testing.T) {
 	err := printStats(env{stdout: &out}, []queueStats{
 		{Queue: "send_email", Pending: 12, Scheduled: 3, Failed: 1, OldestPendingSeconds: 1.5},
 		{Queue: "a", Completed: 1234567},
+		{Queue: "sync", Running: 2, Limits: "concurrency 50, per key (tenant_id) 2"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +108,9 @@ func TestPrintStats(t *testing.T) {
 	want := "" +
 		"QUEUE         PENDING  SCHEDULED    RUNNING  COMPLETED     FAILED  OLDEST PENDING\n" +
 		"send_email         12          3          0          0          1            1.5s\n" +
-		"a                   0          0          0    1234567          0              0s\n"
+		"a                   0          0          0    1234567          0              0s\n" +
+		"sync                0          0          2          0          0              0s\n" +
+		"sync: concurrency 50, per key (tenant_id) 2\n"
 	if out.String() != want {
 		t.Errorf("printStats:\n%s\nwant:\n%s", out.String(), want)
 	}

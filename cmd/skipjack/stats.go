@@ -30,6 +30,10 @@ type queueStats struct {
 	OldestPending time.Duration `json:"oldest_pending"`
 	// Paused reports whether the queue is paused (skipjack queues pause).
 	Paused bool `json:"paused"`
+	// Limits is the queue's flow control as its YAML declares it, such as
+	// "concurrency 50, per key (tenant_id) 2"; "" for none. Running is
+	// how many of the concurrency slots are in use.
+	Limits string `json:"limits,omitempty"`
 }
 
 // stats prints the counts of every live queue, as a table or as JSON.
@@ -47,6 +51,7 @@ func stats(o options, e env) error {
 				OldestPendingSeconds: s.OldestPending.Round(time.Millisecond).Seconds(),
 				OldestPending:        s.OldestPending,
 				Paused:               s.Paused,
+				Limits:               q.Flow().String(),
 			})
 		}
 		if o.asJSON {
@@ -75,6 +80,12 @@ func printStats(e env, rows []queueStats) error {
 	for _, r := range rows {
 		oldest := time.Duration(r.OldestPendingSeconds * float64(time.Second)).Round(time.Millisecond)
 		fmt.Fprintf(&b, "%-*s  %9d  %9d  %9d  %9d  %9d  %14v\n", width, r.Queue, r.Pending, r.Scheduled, r.Running, r.Completed, r.Failed, oldest)
+	}
+	// The flow control of the queues that declare any, below the counts.
+	for _, r := range rows {
+		if r.Limits != "" {
+			fmt.Fprintf(&b, "%s: %s\n", r.Queue, r.Limits)
+		}
 	}
 	_, err := e.stdout.Write(b.Bytes())
 	return err

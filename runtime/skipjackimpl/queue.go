@@ -397,9 +397,11 @@ func withPayload[Q any](r *skipjack.Record[[]byte], p Q) *skipjack.Record[Q] {
 var (
 	_ skipjack.QueueAdmin    = admin[struct{}]{}
 	_ skipjack.QueueInsights = admin[struct{}]{}
+	_ skipjack.QueueFlow     = admin[struct{}]{}
 )
 
-// admin implements skipjack.QueueAdmin and skipjack.QueueInsights.
+// admin implements skipjack.QueueAdmin, skipjack.QueueInsights and
+// skipjack.QueueFlow.
 type admin[P any] struct {
 	q  *Queue[P]
 	db DBTX
@@ -408,6 +410,8 @@ type admin[P any] struct {
 func (a admin[P]) Name() string { return a.q.spec.Name }
 
 func (a admin[P]) Stats(ctx context.Context) (skipjack.Stats, error) { return a.q.Stats(ctx, a.db) }
+
+func (a admin[P]) Flow() skipjack.FlowInfo { return a.q.spec.flow() }
 
 func (a admin[P]) Finished(ctx context.Context, since time.Time) (completed, failed int64, err error) {
 	qs := a.q.bind(a.db)

@@ -50,16 +50,20 @@ type Admin struct {
 	// uniqueKeys and uniqueStates are the queue's unique key fields and
 	// states, when its key is made of fields (FindUnique then exists).
 	uniqueKeys, uniqueStates []string
+	// flow is the queue's flow control, as its YAML declares it.
+	flow skipjack.FlowInfo
 }
 
 var _ skipjack.QueueAdmin = (*Admin)(nil)
 
 var _ skipjack.QueueInsights = (*Admin)(nil)
 
+var _ skipjack.QueueFlow = (*Admin)(nil)
+
 // New returns the admin of queue q on db.
 func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 	sections := parseQueries(q.Queries)
-	a := &Admin{name: q.Name, table: q.Table, channel: q.Channel, db: db, sql: map[string]string{}, params: map[string][]string{}}
+	a := &Admin{name: q.Name, table: q.Table, channel: q.Channel, db: db, sql: map[string]string{}, params: map[string][]string{}, flow: flowOf(q)}
 	for _, name := range adminQueries {
 		text, ok := sections[name]
 		if !ok {
@@ -318,6 +322,24 @@ func (a *Admin) FailureGroups(ctx context.Context, limit int) ([]skipjack.Failur
 	}
 	return out, nil
 }
+
+// flowOf returns the flow control q declares.
+func flowOf(q generator.QueueSQL) skipjack.FlowInfo {
+	f := skipjack.FlowInfo{Serial: q.Serial != nil}
+	if l := q.Limits; l != nil {
+		f.Concurrency = l.Concurrency
+		if l.Rate != nil {
+			f.RateCount, f.RatePer = l.Rate.Count, l.Rate.Per
+		}
+		if l.PerKey != nil {
+			f.PerKeyBy, f.PerKeyConcurrency = l.PerKey.By, l.PerKey.Concurrency
+		}
+	}
+	return f
+}
+
+// Flow returns the queue's limits and serial key as its YAML declares them.
+func (a *Admin) Flow() skipjack.FlowInfo { return a.flow }
 
 // Schedules describes the queue's periodic jobs with their last and next
 // slots.
