@@ -14,7 +14,8 @@ import (
 // The per-key tests run tenanted (limits.per_key: {by: [tenant],
 // concurrency: 2}) in several processes. Every handler records, on the
 // database clock, when its job was claimed (the claim transaction's start:
-// the lease it set, less the queue's 30s lease), started and ended.
+// the lease it set, less the queue's 10m lease, which no heartbeat renews
+// during a test), started and ended.
 
 // perKeySpans records the handler spans of every process of a test.
 const perKeySpans = `CREATE TABLE IF NOT EXISTS perkey_spans (
@@ -38,7 +39,7 @@ func tenantedHandler(pool *pgxpool.Pool) func(ctx context.Context, job *tenanted
 	return func(ctx context.Context, job *tenanted.Job) error {
 		if _, err := pool.Exec(ctx, `
 			INSERT INTO perkey_spans (id, tenant, claimed_at, started_at)
-			SELECT t.id, $2, t.lease_expires_at - interval '30s', clock_timestamp()
+			SELECT t.id, $2, t.lease_expires_at - interval '10m', clock_timestamp()
 			FROM skipjack.tenanted AS t WHERE t.id = $1`, job.ID, job.Payload.Tenant); err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ type (
 // Spec is the tenanted queue's settings from skipjack.yaml, for the runtime.
 var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.tenanted", MaxAttempts: 25,
-	BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Timeout: time.Minute, Lease: 30 * time.Second,
+	BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Timeout: time.Minute, Lease: 10 * time.Minute,
 	RetainFailed:      720 * time.Hour,
 	PerKeyConcurrency: 2, PerKeyBy: []string{"tenant"},
 }
