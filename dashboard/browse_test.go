@@ -345,6 +345,8 @@ func TestLimitRows(t *testing.T) {
 		{"rate full", skipjack.Limits{RateCount: 100, RatePer: time.Second, RateWait: 300 * time.Millisecond}, []string{"rate: window full: next start in 300ms"}},
 		{"all", skipjack.Limits{Concurrency: 2, RateCount: 1, RatePer: time.Minute, Serial: true, SerialBy: []string{"account_id"}, Claimed: 1},
 			[]string{"concurrency: 1 of 2 slots in use", "rate: room to start jobs now", "serial: 1 jobs claimed"}},
+		{"per key", skipjack.Limits{Concurrency: 50, PerKeyBy: []string{"tenant_id"}, PerKeyConcurrency: 2, Claimed: 4},
+			[]string{"concurrency: 4 of 50 slots in use", "per-key: 4 jobs claimed, all keys"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

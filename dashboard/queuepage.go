@@ -132,6 +132,13 @@ type queueData struct {
 	// Schedules are the queue's periodic jobs.
 	Schedules    []skipjack.ScheduleInfo
 	SchedulesErr string
+	// Flow describes the queue's limits and serial key ("" for none, or
+	// when its admin does not implement skipjack.QueueFlow);
+	// FlowLimited says whether it declares a limit, FlowConcurrency is
+	// limits.concurrency (0: none).
+	Flow            string
+	FlowLimited     bool
+	FlowConcurrency int
 }
 
 // queuePage serves one queue's jobs: a page of at most PageSize jobs,

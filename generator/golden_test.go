@@ -82,6 +82,9 @@ var goldenCases = []struct {
 	{name: "unique"},
 	{name: "schedule"},
 	{name: "flow"},
+	// per_key: limits.per_key beside concurrency, rate and priority; its
+	// own tests run the queues against PostgreSQL.
+	{name: "per_key", tests: true},
 	// defaults: payload field defaults, filled in by a generated
 	// UnmarshalJSON, also for jobs inserted by SQL.
 	{name: "defaults", tests: true},

@@ -130,6 +130,10 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 			qq.RateCount = l.Rate.Count
 			qq.RateSlotMillis = rateSlotMillis(l.Rate.Per)
 		}
+		if l.PerKey != nil {
+			qq.PerKey = l.PerKey.Concurrency
+			qq.PerKeyKeys = l.PerKey.By
+		}
 	}
 	if t.Unique != nil {
 		qq.Unique = true

@@ -110,6 +110,9 @@ func limitSettings(q *config.Queue) []setting {
 		if l.Rate != nil {
 			out = append(out, setting{"RateCount", strconv.Itoa(l.Rate.Count)}, setting{"RatePer", durationExpr(l.Rate.Per)})
 		}
+		if l.PerKey != nil {
+			out = append(out, setting{"PerKeyConcurrency", strconv.Itoa(l.PerKey.Concurrency)}, setting{"PerKeyBy", stringsExpr(l.PerKey.By)})
+		}
 	}
 	return out
 }

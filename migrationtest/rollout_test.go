@@ -76,6 +76,12 @@ func rolloutChain() []rolloutVersion {
 	next("limits removed", func(v *rolloutVersion) {
 		set(&v.orders, "    limits: {concurrency: 4, rate: {count: 500, per: 1s}}\n", "")
 	})
+	next("per-key limit added", func(v *rolloutVersion) {
+		v.orders += "    limits: {per_key: {by: [customer_id], concurrency: 2}}\n"
+	})
+	next("per-key limit removed", func(v *rolloutVersion) {
+		set(&v.orders, "    limits: {per_key: {by: [customer_id], concurrency: 2}}\n", "")
+	})
 	next("serial key removed", func(v *rolloutVersion) { set(&v.orders, "    serial: {by: [customer_id]}\n", "") })
 	next("unique key removed, priority off, notify on", func(v *rolloutVersion) {
 		set(&v.orders, "    unique: {by: [n]}\n", "")

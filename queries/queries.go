@@ -73,6 +73,11 @@ type Queue struct {
 	Concurrency    int
 	RateCount      int
 	RateSlotMillis int64
+	// PerKey caps the claimed jobs of each key across processes (0: no
+	// cap); PerKeyKeys are the payload keys that make up the key. A cap
+	// makes Claim the limited claim too.
+	PerKey     int
+	PerKeyKeys []string
 	// AdmitKey is the transaction-scoped advisory lock that serializes
 	// the limited claims of the queue.
 	AdmitKey int64
@@ -80,7 +85,11 @@ type Queue struct {
 
 // Limited reports whether the queue declares a limit, whose claims take
 // turns under Admit's lock.
-func (q Queue) Limited() bool { return q.Concurrency > 0 || q.RateCount > 0 }
+func (q Queue) Limited() bool { return q.Concurrency > 0 || q.RateCount > 0 || q.PerKey > 0 }
+
+// KeyOf returns the SQL expression of the per-key limit's key of the row
+// aliased alias.
+func (q Queue) KeyOf(alias string) string { return schema.KeyValue(alias, q.PerKeyKeys) }
 
 // TakesTurns reports whether the queue's claims take turns under Admit's
 // lock: a limited queue's, and a serial queue's while its unique index of

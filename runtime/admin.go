@@ -207,6 +207,11 @@ type Limits struct {
 	// them.
 	Serial   bool     `json:"serial"`
 	SerialBy []string `json:"serial_by,omitempty"`
+	// PerKeyBy and PerKeyConcurrency are limits.per_key: at most
+	// PerKeyConcurrency claimed jobs per key made of the payload fields
+	// PerKeyBy, in all processes; PerKeyConcurrency 0 means no cap.
+	PerKeyBy          []string `json:"per_key_by,omitempty"`
+	PerKeyConcurrency int      `json:"per_key_concurrency"`
 	// Claimed counts the jobs claimed now (running or prefetched) in all
 	// processes: the slots of Concurrency in use.
 	Claimed int64 `json:"claimed"`

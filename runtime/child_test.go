@@ -58,6 +58,8 @@ func runChild(mode string) int {
 		err = runCapped(ctx, pool) // flow_test.go
 	case "paced":
 		err = runPaced(ctx, pool) // frozen_test.go
+	case "tenanted":
+		err = runTenanted(ctx, pool) // perkey_test.go
 	case "bigclaim":
 		err = runBigClaim(ctx, pool) // frozen_test.go
 	case "burn":

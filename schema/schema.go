@@ -307,6 +307,21 @@ func (s *Serial) SameKey(a, b string) string {
 	return strings.Join(parts, " AND ")
 }
 
+// KeyValue returns the SQL expression of one key made of payload keys,
+// read from the row aliased alias: the key's one value (a missing key
+// counting as JSON null), or a JSON array of its values when it has more
+// than one, so that equal keys compare, group and hash as one jsonb value.
+func KeyValue(alias string, keys []string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf(`coalesce(%s."payload" -> %s, 'null'::jsonb)`, alias, QuoteLiteral(k))
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "jsonb_build_array(" + strings.Join(parts, ", ") + ")"
+}
+
 // statesSQL returns the quoted list of the key's states.
 func (u *Unique) statesSQL() string {
 	parts := make([]string, len(u.States))

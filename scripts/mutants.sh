@@ -213,6 +213,12 @@ feature_mutants=(
   "overview-failed-hour-from-records :: ../dashboard/overview.go :: s/^\trow.Completed = sinceActivity(row.Activity, now.Add(-time.Hour)).Completed$/\thour := sinceActivity(row.Activity, now.Add(-time.Hour)); row.Completed, row.Failed = hour.Completed, hour.Failed/ :: TestPostgresOverviewReconciles :: ../dashboard"
   "cli-stats-paused-is-late :: ../cmd/skipjack/stats.go :: s/^\tif !s.Paused {$/\tif true {/ :: TestStatsPausedNotLate :: ../cmd/skipjack"
   "cli-stats-paused-unmarked :: ../cmd/skipjack/stats.go :: s/wait = \"paused \" + wait/wait = \"\" + wait/ :: TestPrintStats|TestStatsPausedNotLate :: ../cmd/skipjack"
+  # Issue 43, limits.per_key: the claim must leave jobs beyond a key's room
+  # pending, pass over keys at their limit, and claim again in the same turn
+  # after it filled keys.
+  "per-key-room-ignored :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM kept))/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM picked))/ :: TestPerKeyLimitAcrossProcesses :: ."
+  "per-key-full-keys-not-passed-over :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/NOT IN (SELECT \"key\" FROM held WHERE \"n\" >= 2)/IS NOT NULL/ :: TestPerKeyFairness :: ."
+  "per-key-one-statement-per-turn :: skipjackimpl/fetch.go :: s/r.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
 )
 mutants+=("${feature_mutants[@]}")
 

@@ -102,6 +102,7 @@ func TestPrintStats(t *testing.T) {
 		{Queue: "send_email", Pending: 12, Scheduled: 3, Failed: 1, OldestPendingSeconds: 1.5},
 		{Queue: "a", Completed: 1234567},
 		{Queue: "p", Pending: 2, OldestPendingSeconds: 61, Paused: true},
+		{Queue: "sync", Running: 2, Limits: "concurrency 50, per key (tenant_id) 2"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,9 @@ func TestPrintStats(t *testing.T) {
 		"QUEUE         PENDING  SCHEDULED    RUNNING  COMPLETED     FAILED  OLDEST PENDING\n" +
 		"send_email         12          3          0          0          1            1.5s\n" +
 		"a                   0          0          0    1234567          0              0s\n" +
-		"p (paused)          2          0          0          0          0     paused 1m1s\n"
+		"p (paused)          2          0          0          0          0     paused 1m1s\n" +
+		"sync                0          0          2          0          0              0s\n" +
+		"sync: concurrency 50, per key (tenant_id) 2\n"
 	if out.String() != want {
 		t.Errorf("printStats:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -38,6 +38,10 @@ type queueStats struct {
 	// purpose. Alert on this rather than on OldestPendingSeconds, so a
 	// deliberate pause does not page anyone.
 	LateSeconds float64 `json:"late_seconds"`
+	// Limits is the queue's flow control as its YAML declares it, such as
+	// "concurrency 50, per key (tenant_id) 2"; "" for none. Running is
+	// how many of the concurrency slots are in use.
+	Limits string `json:"limits,omitempty"`
 }
 
 // stats prints the counts of every live queue, as a table or as JSON.
@@ -49,7 +53,9 @@ func stats(o options, e env) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.Name(), err)
 			}
-			rows = append(rows, newQueueStats(q.Name(), s))
+			r := newQueueStats(q.Name(), s)
+			r.Limits = q.Declared().String()
+			rows = append(rows, r)
 		}
 		if o.asJSON {
 			raw, err := json.Marshal(rows)
@@ -98,6 +104,12 @@ func printStats(e env, rows []queueStats) error {
 			wait = "paused " + wait
 		}
 		fmt.Fprintf(&b, "%-*s  %9d  %9d  %9d  %9d  %9d  %14s\n", width, r.Queue, r.Pending, r.Scheduled, r.Running, r.Completed, r.Failed, wait)
+	}
+	// The flow control of the queues that declare any, below the counts.
+	for _, r := range rows {
+		if r.Limits != "" {
+			fmt.Fprintf(&b, "%s: %s\n", r.Queue, r.Limits)
+		}
 	}
 	_, err := e.stdout.Write(b.Bytes())
 	return err

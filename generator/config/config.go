@@ -183,6 +183,9 @@ type Limits struct {
 	Concurrency int
 	// Rate caps how many jobs start per window (nil: no cap).
 	Rate *Rate
+	// PerKey caps how many jobs of each key may be claimed at once (nil:
+	// no cap per key).
+	PerKey *PerKey
 	// Pos is where limits: is written.
 	Pos Pos
 }
@@ -194,6 +197,19 @@ type Rate struct {
 	Count int
 	// Per is the window's length (default 1s, at least MinRatePer).
 	Per time.Duration
+}
+
+// PerKey is limits.per_key: at most Concurrency jobs with equal keys
+// claimed (running or prefetched) at once, all processes together.
+type PerKey struct {
+	// By are the payload field keys whose values make up the key, in the
+	// order written.
+	By []string
+	// Concurrency is how many jobs of one key may be claimed at once (at
+	// least 1).
+	Concurrency int
+	// Pos is where per_key: is written.
+	Pos Pos
 }
 
 // Serial is a queue's serial: section.

@@ -3,7 +3,10 @@ package config
 import "time"
 
 // limitsKeys are the keys of a queue's limits: section.
-var limitsKeys = []string{"concurrency", "rate"}
+var limitsKeys = []string{"concurrency", "rate", "per_key"}
+
+// perKeyKeys are the keys of limits.per_key.
+var perKeyKeys = []string{"by", "concurrency"}
 
 // rateKeys are the keys of limits.rate.
 var rateKeys = []string{"count", "per"}
@@ -19,8 +22,8 @@ const (
 	MaxRatePer = 24 * time.Hour
 )
 
-// limits walks a queue's limits: section.
-func (w *walker) limits(e entry) *Limits {
+// limits walks a queue's limits: section; q's payload is already walked.
+func (w *walker) limits(e entry, q *Queue) *Limits {
 	l := &Limits{Pos: pos(e.keyNode)}
 	if isNull(e.value) {
 		w.errorf(e.keyNode, "limits must be a mapping such as {concurrency: 5} or {rate: {count: 100, per: 1s}}")
@@ -39,13 +42,48 @@ func (w *walker) limits(e entry) *Limits {
 	if r, ok := s["rate"]; ok {
 		l.Rate = w.rate(r)
 	}
-	if len(e.value.Content) == 0 {
-		w.errorf(e.value, "limits sets no limit: give concurrency, rate or both")
+	if p, ok := s["per_key"]; ok {
+		l.PerKey = w.perKey(p, q)
 	}
-	if l.Concurrency == 0 && l.Rate == nil {
+	if len(e.value.Content) == 0 {
+		w.errorf(e.value, "limits sets no limit: give concurrency, rate, per_key or several")
+	}
+	if l.Concurrency == 0 && l.Rate == nil && l.PerKey == nil {
 		return nil
 	}
 	return l
+}
+
+// perKey walks limits.per_key; q's payload is already walked.
+func (w *walker) perKey(e entry, q *Queue) *PerKey {
+	if isNull(e.value) {
+		w.errorf(e.keyNode, "limits.per_key must be a mapping such as {by: [tenant_id], concurrency: 2}")
+		return nil
+	}
+	s, _ := w.section(e.value, "limits.per_key", perKeyKeys)
+	p := &PerKey{Pos: pos(e.keyNode)}
+	ok := true
+	if by, has := s["by"]; !has {
+		w.errorf(e.value, "limits.per_key needs by: the payload fields whose equal values make a key, such as {by: [tenant_id], concurrency: 2}")
+		ok = false
+	} else if p.By = w.keyFields(by, q.Payload, "limits.per_key"); len(p.By) == 0 {
+		ok = false
+	}
+	if c, has := s["concurrency"]; !has {
+		w.errorf(e.value, "limits.per_key needs concurrency: how many jobs of one key may run at once")
+		ok = false
+	} else if n, valid := w.integer(c); !valid {
+		ok = false
+	} else if n < 1 {
+		w.errorf(c.value, "limits.per_key.concurrency must be at least 1 (leave per_key out for no limit per key)")
+		ok = false
+	} else {
+		p.Concurrency = n
+	}
+	if !ok {
+		return nil
+	}
+	return p
 }
 
 // rate walks limits.rate.

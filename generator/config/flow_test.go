@@ -36,6 +36,16 @@ func TestParseFlowControl(t *testing.T) {
 			wantLimits: &Limits{Concurrency: 5, Rate: &Rate{Count: 100, Per: time.Minute}, Pos: Pos{6, 5}},
 			wantSerial: &Serial{By: []string{"region", "account_id"}, Pos: Pos{9, 5}},
 		},
+		{
+			name:       "per_key alone",
+			yaml:       head + "queues:\n  a:\n    payload: {tenant_id: int64, region: string}\n    limits:\n      per_key: {by: [region, tenant_id], concurrency: 2}\n",
+			wantLimits: &Limits{PerKey: &PerKey{By: []string{"region", "tenant_id"}, Concurrency: 2, Pos: Pos{7, 7}}, Pos: Pos{6, 5}},
+		},
+		{
+			name:       "per_key beside concurrency",
+			yaml:       head + "queues:\n  a:\n    payload: {tenant_id: int64}\n    limits:\n      concurrency: 50\n      per_key:\n        by: [tenant_id]\n        concurrency: 2\n",
+			wantLimits: &Limits{Concurrency: 50, PerKey: &PerKey{By: []string{"tenant_id"}, Concurrency: 2, Pos: Pos{8, 7}}, Pos: Pos{6, 5}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,13 +96,44 @@ func TestParseFlowControlErrors(t *testing.T) {
 skipjack.yaml:7:27: limits.concurrency must be at least 1 (leave it out for no limit)
 skipjack.yaml:7:45: limits.rate.count must be at least 1
 skipjack.yaml:7:53: limits.rate.per must be between 1s and 24h, not 500ms (for finer rates scale count: 5 per 100ms is 50 per 1s)
-skipjack.yaml:9:13: limits sets no limit: give concurrency, rate or both
+skipjack.yaml:9:13: limits sets no limit: give concurrency, rate, per_key or several
 skipjack.yaml:11:5: limits must be a mapping such as {concurrency: 5} or {rate: {count: 100, per: 1s}}
 skipjack.yaml:13:14: unknown key "concurency" in limits (did you mean "concurrency"?)
 skipjack.yaml:15:20: limits.rate needs count: how many jobs may start per window
 skipjack.yaml:17:37: limits.rate.per must be between 1s and 24h, not 48h0m0s (for finer rates scale count: 5 per 100ms is 50 per 1s)
 skipjack.yaml:17:42: unknown key "burst" in limits.rate
 skipjack.yaml:19:27: concurrency must be an integer, not the string "many"`,
+		},
+		{
+			name: "per_key",
+			yaml: head + `queues:
+  a:
+    payload: {tenant_id: int64, ratio: float64}
+    limits: {per_key: {by: [tenant, ratio], concurrency: 0}}
+  b:
+    payload: {tenant_id: int64}
+    limits: {per_key: {by: [], concurency: 2}}
+  c:
+    payload: {tenant_id: int64}
+    limits: {per_key: {concurrency: two}}
+  d:
+    payload: {tenant_id: int64}
+    limits: {per_key: }
+  e:
+    payload: {tenant_id: int64}
+    limits: {per_key: {by: [tenant_id, tenant_id]}}
+`,
+			want: `skipjack.yaml:6:29: unknown field "tenant" in limits.per_key.by: the payload has no such field
+skipjack.yaml:6:37: field "ratio" (float64) cannot be part of a limits.per_key key: floating-point values that print alike may differ; use an integer or a string
+skipjack.yaml:6:58: limits.per_key.concurrency must be at least 1 (leave per_key out for no limit per key)
+skipjack.yaml:9:23: limits.per_key needs concurrency: how many jobs of one key may run at once
+skipjack.yaml:9:28: limits.per_key.by lists no fields; list the payload fields whose equal values make a key
+skipjack.yaml:9:32: unknown key "concurency" in limits.per_key (did you mean "concurrency"?)
+skipjack.yaml:12:23: limits.per_key needs by: the payload fields whose equal values make a key, such as {by: [tenant_id], concurrency: 2}
+skipjack.yaml:12:37: concurrency must be an integer, not the string "two"
+skipjack.yaml:15:14: limits.per_key must be a mapping such as {by: [tenant_id], concurrency: 2}
+skipjack.yaml:18:23: limits.per_key needs concurrency: how many jobs of one key may run at once
+skipjack.yaml:18:40: duplicate field "tenant_id" in limits.per_key.by (first on line 18)`,
 		},
 		{
 			name: "serial keys",

@@ -139,6 +139,14 @@ func JSONSchema() []byte {
 							"per":   duration("The window's length, 1s to 24h.", "1s"),
 						},
 					},
+					"per_key": obj{
+						"type": "object", "additionalProperties": false, "required": []string{"by", "concurrency"},
+						"description": "At most concurrency jobs with equal keys claimed (running or prefetched) at once, all processes together.",
+						"properties": obj{
+							"by":          obj{"type": "array", "minItems": 1, "uniqueItems": true, "items": obj{"type": "string", "pattern": fieldKey.String()}, "description": "Payload fields of the key."},
+							"concurrency": obj{"type": "integer", "minimum": 1, "maximum": 2147483647, "description": "At most this many jobs of one key at once."},
+						},
+					},
 				},
 			},
 			"serial": obj{

@@ -42,9 +42,12 @@ func (w *walker) unique(e entry, q *Queue) *Unique {
 func (w *walker) keyFields(e entry, payload []Field, section string) []string {
 	items, ok := w.stringList(e, "[user_id, week]")
 	if ok && len(items) == 0 {
-		if section == "unique" {
+		switch section {
+		case "unique":
 			w.errorf(e.value, "unique.by lists no fields; leave by out to make the whole payload the key")
-		} else {
+		case "limits.per_key":
+			w.errorf(e.value, "limits.per_key.by lists no fields; list the payload fields whose equal values make a key")
+		default:
 			w.errorf(e.value, "%s.by lists no fields; list the payload fields whose equal values make jobs run one at a time", section)
 		}
 		return nil

@@ -286,8 +286,10 @@ func (w *walker) queue(p entry, scope *typeScope, types []Struct) Queue {
 	if e, ok := s["schedule"]; ok {
 		q.Schedule = w.schedules(e, &q, types)
 	}
+	// limits (per_key.by) and serial refer to the payload; serial also to
+	// the schedules above.
 	if e, ok := s["limits"]; ok {
-		q.Limits = w.limits(e)
+		q.Limits = w.limits(e, &q)
 	}
 	// serial refers to the payload and the schedules above.
 	if e, ok := s["serial"]; ok {

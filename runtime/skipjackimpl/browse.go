@@ -183,10 +183,7 @@ var _ skipjack.QueueLimiter = admin[struct{}]{}
 // jobs claimed in all processes and the wait until the rate window has
 // room, from the Headroom query that claims use.
 func (q *Queue[P]) Limits(ctx context.Context, db DBTX) (skipjack.Limits, error) {
-	l := skipjack.Limits{
-		Concurrency: q.spec.LimitConcurrency, RateCount: q.spec.RateCount, RatePer: q.spec.RatePer,
-		Serial: q.spec.Serial,
-	}
+	l := q.spec.flow()
 	ls, ok := q.bind(db).(limitStore)
 	if !ok {
 		return l, nil

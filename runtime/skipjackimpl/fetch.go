@@ -342,7 +342,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		r.noteDue(min(limitPoll, r.cfg.PollInterval))
 	}
 	if short != nil {
-		if d, ok := headroomWait(*short, r.spec.LimitConcurrency, r.cfg.PollInterval); ok {
+		if d, ok := headroomWait(*short, r.spec, r.cfg.PollInterval); ok {
 			r.noteDue(d)
 		}
 	}
@@ -455,6 +455,19 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 		if rows, err = qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id); err != nil {
 			return err
 		}
+		// A per-key claim leaves the jobs it picked beyond their key's
+		// room pending, so a short claim that took jobs may have filled
+		// keys whose other jobs hid jobs of other keys from it: claiming
+		// again in the same turn passes over the filled keys (it sees its
+		// own claims), so that a busy key never delays another key's job
+		// to a later turn.
+		prev := len(dst)
+		for n := 1; r.spec.PerKeyConcurrency > 0 && n < maxPerKeyClaims && len(rows) > prev && len(rows) < limit; n++ {
+			prev = len(rows)
+			if rows, err = qs.Claim(ctx, rows, limit-prev, r.spec.Lease, r.liveness.id); err != nil {
+				return err
+			}
+		}
 		if len(rows) < limit && r.spec.limited() {
 			h, err := qs.Headroom(ctx)
 			if err != nil {
@@ -500,6 +513,12 @@ func (b claimBufs) keep(rows []ClaimedRow) {
 	}
 }
 
+// maxPerKeyClaims bounds the claim statements of one turn of a queue with a
+// per-key limit (see claimRows): each statement after the first runs only
+// when the one before took jobs and filled keys, so it takes more than two
+// only when keys with more jobs than room crowd the front of the queue.
+const maxPerKeyClaims = 8
+
 // limitPoll is how soon a worker of a queue whose concurrency limit is
 // reached claims again: jobs that other processes finish free the limit
 // without telling it.
@@ -508,16 +527,19 @@ const limitPoll = 50 * time.Millisecond
 // headroomWait says, after a claim of a queue with limits came back
 // short, when to claim next: when the limit that held it back has room
 // again, the moment the oldest start leaves the rate window, or after
-// limitPoll (at most pollInterval) while the concurrency limit of
-// concurrency jobs is reached. It reports false when no limit held the
-// claim back: an empty queue waits for its notifications and polls as
-// usual.
-func headroomWait(h headroom, concurrency int, pollInterval time.Duration) (time.Duration, bool) {
+// limitPoll (at most pollInterval) while the concurrency limit is reached
+// or, for a queue with a per-key limit, while due jobs wait (their keys
+// are at their limit: the claim's turn claimed every job it could). It
+// reports false when no limit held the claim back: an empty queue waits
+// for its notifications and polls as usual.
+func headroomWait(h headroom, spec QueueSpec, pollInterval time.Duration) (time.Duration, bool) {
 	switch {
 	case !h.Due:
 	case h.RateWaitMs > 0:
 		return time.Duration(h.RateWaitMs) * time.Millisecond, true
-	case concurrency > 0 && int(h.Claimed) >= concurrency:
+	case spec.LimitConcurrency > 0 && int(h.Claimed) >= spec.LimitConcurrency:
+		return min(limitPoll, pollInterval), true
+	case spec.PerKeyConcurrency > 0:
 		return min(limitPoll, pollInterval), true
 	}
 	return 0, false

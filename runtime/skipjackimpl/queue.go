@@ -420,7 +420,8 @@ var (
 	_ skipjack.QueueInsights = admin[struct{}]{}
 )
 
-// admin implements skipjack.QueueAdmin and skipjack.QueueInsights.
+// admin implements skipjack.QueueAdmin, skipjack.QueueInsights,
+// skipjack.QueueBrowser and skipjack.QueueLimiter.
 type admin[P any] struct {
 	q  *Queue[P]
 	db DBTX

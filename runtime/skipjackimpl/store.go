@@ -3,6 +3,8 @@ package skipjackimpl
 import (
 	"context"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // QueueSpec describes one queue to the runtime. Generated packages build it
@@ -50,11 +52,26 @@ type QueueSpec struct {
 	// Workflow names the tables of a queue that workflows use; nil for
 	// every other queue, whose claims and acks do nothing more.
 	Workflow *WorkflowTables
+	// PerKeyConcurrency caps the claimed jobs of each key (limits.per_key)
+	// in all processes together; 0 means no cap. PerKeyBy are the payload
+	// fields that make up the key.
+	PerKeyConcurrency int
+	PerKeyBy          []string
+}
+
+// flow returns what the spec declares of the queue's flow control.
+func (s QueueSpec) flow() skipjack.Limits {
+	return skipjack.Limits{
+		Concurrency: s.LimitConcurrency, RateCount: s.RateCount, RatePer: s.RatePer,
+		PerKeyBy: s.PerKeyBy, PerKeyConcurrency: s.PerKeyConcurrency, Serial: s.Serial,
+	}
 }
 
 // limited reports whether the queue's claims take turns under Admit's lock
 // and count against a limit.
-func (s QueueSpec) limited() bool { return s.LimitConcurrency > 0 || s.RateCount > 0 }
+func (s QueueSpec) limited() bool {
+	return s.LimitConcurrency > 0 || s.RateCount > 0 || s.PerKeyConcurrency > 0
+}
 
 // claimedShape is the shape of ClaimRow, an unnamed struct type so the
 // constraint can name it with ~.

@@ -70,6 +70,9 @@ func New(q generator.QueueSQL, db DBTX) (*Admin, error) {
 			a.limits.RateCount, a.limits.RatePer = l.Rate.Count, l.Rate.Per
 		}
 	}
+	if l := q.Limits; l != nil && l.PerKey != nil {
+		a.limits.PerKeyBy, a.limits.PerKeyConcurrency = l.PerKey.By, l.PerKey.Concurrency
+	}
 	if s := q.Serial; s != nil {
 		a.limits.Serial, a.limits.SerialBy = true, s.By
 	}
@@ -337,6 +340,10 @@ func (a *Admin) FailureGroups(ctx context.Context, limit int) ([]skipjack.Failur
 	}
 	return out, nil
 }
+
+// Declared returns the queue's flow control as its YAML declares it,
+// without its use now (see Limits).
+func (a *Admin) Declared() skipjack.Limits { return a.limits }
 
 // Schedules describes the queue's periodic jobs with their last and next
 // slots.
