@@ -160,6 +160,16 @@ feature_mutants=(
   "idle-flushes-trickle :: skipjackimpl/completer.go :: s/early := idle \&\& n >= idleFlushMin/early := idle/ :: TestIdleRunFlushesBurst :: ./skipjackimpl"
   "claim-buffer-not-cleared :: skipjackimpl/fetch.go :: /^\tclear(rows)$/d :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
   "claim-buffer-not-kept :: skipjackimpl/fetch.go :: s/case b <- rows\[:0\]:/case b <- nil:/ :: TestClaimsReuseClearedBuffers :: ./skipjackimpl"
+  # Issue 44: EnqueueAll's results in input order with duplicates mapped to
+  # their holder, and MaxAttempts on every enqueue path.
+  "enqueueall-results-unordered :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: EnqueueAll/,/^\`$/s/^ORDER BY i.\"n\"$/ORDER BY i.\"n\" DESC/ :: TestEnqueueAllResults :: ."
+  "enqueueall-results-reversed :: skipjackimpl/bind.go :: s/out\[i\] = skipjack.EnqueueResult(enqueueAllRow(r))/out[len(rows)-1-i] = skipjack.EnqueueResult(enqueueAllRow(r))/ :: TestEnqueueAllResults :: ."
+  "enqueueall-duplicate-unmapped :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/ON ins.\"id\" IS NULL AND mine.\"key\" = /ON ins.\"id\" IS NULL AND mine.\"key\" <> / :: TestEnqueueAllResults|TestEnqueueAllTx :: ."
+  "enqueueall-duplicate-not-flagged :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/(ins.\"id\" IS NULL)::boolean AS/false AS/ :: TestEnqueueAllResults|TestEnqueueAllTx :: ."
+  "enqueueall-no-holder-lookup :: skipjackimpl/enqueueall.go :: s/^\tif len(unseen) == 0 {$/\tif true {/ :: TestEnqueueAllHolderCommittedMeanwhile :: ."
+  "maxattempts-ignored-one :: skipjackimpl/queue.go :: s/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts)/insert(ctx, text, o.RunAt, o.Delay, priority, trace, int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-many :: skipjackimpl/queue.go :: s/priority, traceText(trace), maxAttempts, texts)/priority, traceText(trace), int32(q.spec.MaxAttempts), texts)/;s/runAt, trace, maxAttempts)/runAt, trace, int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-all :: skipjackimpl/enqueueall.go :: s/maxAttempts: maxAttempts,/maxAttempts: int32(q.spec.MaxAttempts),/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
 )
 mutants+=("${feature_mutants[@]}")
 
