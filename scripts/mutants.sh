@@ -170,6 +170,8 @@ feature_mutants=(
   "maxattempts-ignored-one :: skipjackimpl/queue.go :: s/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts)/insert(ctx, text, o.RunAt, o.Delay, priority, trace, int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
   "maxattempts-ignored-many :: skipjackimpl/queue.go :: s/priority, traceText(trace), maxAttempts, texts)/priority, traceText(trace), int32(q.spec.MaxAttempts), texts)/;s/runAt, trace, maxAttempts)/runAt, trace, int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
   "maxattempts-ignored-all :: skipjackimpl/enqueueall.go :: s/maxAttempts: maxAttempts,/maxAttempts: int32(q.spec.MaxAttempts),/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  # Issue 44 item 6: skipjack bench drops its throwaway schema, also when interrupted.
+  "bench-keeps-schema :: ../cmd/skipjack/bench.go :: s/\"DROP SCHEMA IF EXISTS \"+/\"SELECT 1 -- \"+/ :: TestBench :: ../cmd/skipjack"
 )
 mutants+=("${feature_mutants[@]}")
 
