@@ -167,9 +167,9 @@ feature_mutants=(
   "enqueueall-duplicate-unmapped :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/ON ins.\"id\" IS NULL AND mine.\"key\" = /ON ins.\"id\" IS NULL AND mine.\"key\" <> / :: TestEnqueueAllResults|TestEnqueueAllTx :: ."
   "enqueueall-duplicate-not-flagged :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/(ins.\"id\" IS NULL)::boolean AS/false AS/ :: TestEnqueueAllResults|TestEnqueueAllTx :: ."
   "enqueueall-no-holder-lookup :: skipjackimpl/enqueueall.go :: s/^\tif len(unseen) == 0 {$/\tif true {/ :: TestEnqueueAllHolderCommittedMeanwhile :: ."
-  "maxattempts-ignored-one :: skipjackimpl/queue.go :: s/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts)/insert(ctx, text, o.RunAt, o.Delay, priority, trace, int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
-  "maxattempts-ignored-many :: skipjackimpl/queue.go :: s/priority, traceText(trace), maxAttempts, texts)/priority, traceText(trace), int32(q.spec.MaxAttempts), texts)/;s/runAt, trace, maxAttempts)/runAt, trace, int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
-  "maxattempts-ignored-all :: skipjackimpl/enqueueall.go :: s/maxAttempts: maxAttempts,/maxAttempts: int32(q.spec.MaxAttempts),/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-one :: skipjackimpl/queue.go :: s/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts)/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts*0+int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-many :: skipjackimpl/queue.go :: s/priority, traceText(trace), maxAttempts, texts)/priority, traceText(trace), maxAttempts*0+int32(q.spec.MaxAttempts), texts)/;s/runAt, trace, maxAttempts)/runAt, trace, maxAttempts*0+int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-all :: skipjackimpl/enqueueall.go :: s/maxAttempts: maxAttempts,/maxAttempts: maxAttempts*0+int32(q.spec.MaxAttempts),/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
   # Issue 44 item 6: skipjack bench drops its throwaway schema, also when interrupted.
   "bench-keeps-schema :: ../cmd/skipjack/bench.go :: s/\"DROP SCHEMA IF EXISTS \"+/\"SELECT 1 -- \"+/ :: TestBench :: ../cmd/skipjack"
 )
