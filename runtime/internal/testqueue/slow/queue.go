@@ -58,8 +58,8 @@ func EnqueueMany(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.En
 }
 
 // EnqueueAll inserts all ps with one statement, each with opts, and returns
-// one result per payload in the order of ps: the id of its job. Inside a pgx.Tx the
-// jobs exist only if that transaction commits.
+// one result per payload, in the order of ps. Inside a pgx.Tx the jobs exist
+// only if that transaction commits.
 func EnqueueAll(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.EnqueueOption) ([]skipjack.EnqueueResult, error) {
 	return queue.EnqueueAll(ctx, db, ps, opts...)
 }

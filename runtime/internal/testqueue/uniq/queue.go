@@ -62,10 +62,11 @@ func EnqueueMany(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.En
 }
 
 // EnqueueAll inserts all ps with one statement, each with opts, and returns
-// one result per payload in the order of ps: the id of its job and whether it
-// was a duplicate (a duplicate inserts nothing; its ID is that of the job
-// holding its unique key, which may be one inserted for an earlier payload). Inside a pgx.Tx the
-// jobs exist only if that transaction commits.
+// one result per payload, in the order of ps. Inside a pgx.Tx the jobs exist
+// only if that transaction commits.
+// A duplicate inserts nothing; its result has Duplicate set and the ID of
+// the job holding its unique key, which may be one inserted for an earlier
+// payload of ps.
 func EnqueueAll(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.EnqueueOption) ([]skipjack.EnqueueResult, error) {
 	return queue.EnqueueAll(ctx, db, ps, opts...)
 }
