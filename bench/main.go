@@ -46,6 +46,7 @@ type options struct {
 	snapshot         time.Duration
 	notify           time.Duration
 	procs            []int
+	insert           []int // the insert experiment's sizes
 	procsWarm        bool
 	procsApart       bool
 	idle             int
@@ -125,6 +126,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.procsApart, "procs-apart", false, "procs experiment: also run every N with each worker process on a queue of its own (its own database, jobs/N jobs): the control in which processes share the machine and the server but no queue")
 	fs.IntVar(&o.idle, "idle", 0, "experiment: idle cost of this many skipjack workers (default WorkerConfig) in one process with no jobs, and of one River client with as many queues, e.g. 50")
 	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")
+	insert := fs.String("insert", "", "experiment: one bulk insert call of N jobs for each N given, skipjack's EnqueueMany (COPY) and EnqueueAll beside River's InsertMany and InsertManyFast, e.g. 1,100,10000")
 	fs.IntVar(&o.heap, "heap", 0, "experiment: Go heap per in-flight job of one worker at this Concurrency (MaxWorkers for River) with handlers blocked, e.g. 1000")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of this process to this file when the run ends")
@@ -146,10 +148,13 @@ func parseFlags(args []string) (options, error) {
 	if o.procs, err = parseInts(*procs); err != nil {
 		return o, fmt.Errorf("-procs: %w", err)
 	}
+	if o.insert, err = parseInts(*insert); err != nil {
+		return o, fmt.Errorf("-insert: %w", err)
+	}
 	if o.smoke {
 		o.runs, o.jobs, o.latency, o.warmup = 1, 2_000, 2*time.Second, 500*time.Millisecond
 		o.bloat, o.procs, o.snapshot, o.notify = nil, nil, 0, 0
-		o.idle, o.heap = 0, 0
+		o.idle, o.heap, o.insert = 0, 0, nil
 	}
 	if o.idle < 0 || o.heap < 0 || o.idleFor <= 0 {
 		return o, errors.New("-idle and -heap must not be negative, -idle-for must be positive")
@@ -312,6 +317,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.heap > 0 {
 		if err := b.heapPerJob(ctx); err != nil {
 			failed = append(failed, "heap: "+err.Error())
+		}
+	}
+	if len(o.insert) > 0 {
+		if err := b.insertSizes(ctx); err != nil {
+			failed = append(failed, "insert: "+err.Error())
 		}
 	}
 	if len(failed) > 0 {

@@ -25,6 +25,21 @@ func init() {
 	skipjackSystems = skipjackSystemsAvailable
 	skipjackIdleWorkers = runSkipjackIdle
 	skipjackMigrate = jobs.Migrate
+	skipjackInserters = func(pool *pgxpool.Pool) []inserter {
+		ps := func(ps []payload) []noop.Payload {
+			return convert(ps, func(p payload) noop.Payload { return noop.Payload(p) })
+		}
+		return []inserter{
+			{"skipjack EnqueueMany (COPY)", func(ctx context.Context, p []payload) error {
+				_, err := noop.EnqueueMany(ctx, pool, ps(p))
+				return err
+			}},
+			{"skipjack EnqueueAll", func(ctx context.Context, p []payload) error {
+				_, err := noop.EnqueueAll(ctx, pool, ps(p))
+				return err
+			}},
+		}
+	}
 	skipjackHeapSystem = func(o options, logger *slog.Logger) system {
 		return skipjackSystem(fmt.Sprintf("skipjack-c%d", o.heap), fmt.Sprintf("queue noop, WorkerConfig{Concurrency: %d}", o.heap),
 			queueNoop, skipjack.WorkerConfig{Concurrency: o.heap}, o.skipjackConns, logger)

@@ -108,6 +108,7 @@ var defaultStorageParams = []schema.Param{
 func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 	qq := queries.Queue{
 		Table:         t.QualifiedName(),
+		TableLiteral:  schema.QuoteLiteral(t.QualifiedName()),
 		Priority:      q.Priority,
 		KeepCompleted: q.RetainCompleted > 0,
 		QueueLiteral:  schema.QuoteLiteral(q.Name),
@@ -140,6 +141,9 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 		qq.UniqueMatch = t.Unique.KeyMatch("sqlc.arg(payload)::text::jsonb")
 		qq.UniqueHeld = t.Unique.KeyMatch(`t."payload"`)
 		qq.UniqueSame = t.Unique.SameKey(`o."payload"`, `t."payload"`)
+		qq.UniqueKeyReturned = t.Unique.KeyOf(`"payload"`)
+		qq.UniqueKeyInput = t.Unique.KeyOf(`i."payload"`)
+		qq.UniqueHolder = t.Unique.KeyMatch(`i."payload"`)
 	}
 	if t.Scheduled {
 		qq.Scheduled = true

@@ -19,8 +19,10 @@ var tmpl = template.Must(template.New("queries").ParseFS(files, "*.sql.tmpl"))
 
 // Queue is what the queries of one queue depend on.
 type Queue struct {
-	// Table is the quoted, schema-qualified table name.
-	Table string
+	// Table is the quoted, schema-qualified table name; TableLiteral is
+	// that name as a SQL literal (for pg_get_serial_sequence).
+	Table        string
+	TableLiteral string
 	// Priority orders the claim by priority first.
 	Priority bool
 	// KeepCompleted marks acked jobs completed instead of deleting them.
@@ -39,6 +41,14 @@ type Queue struct {
 	// key. Retry uses them to skip jobs that would be duplicates.
 	UniqueHeld string
 	UniqueSame string
+	// UniqueKeyReturned and UniqueKeyInput are the unique key, as one
+	// hashable SQL value, of an inserted row (in RETURNING) and of the
+	// payload aliased i in EnqueueAll; UniqueHolder finds, in a subquery
+	// over the table, the job in a unique state whose key equals that of
+	// i's payload. EnqueueAll maps each duplicate to its holder with them.
+	UniqueKeyReturned string
+	UniqueKeyInput    string
+	UniqueHolder      string
 	// Scheduled adds the periodic-job queries; Slots is the quoted,
 	// schema-qualified slots table and QueueLiteral the queue's name as a
 	// SQL literal.

@@ -18,7 +18,7 @@
 // name is skipjack. It depends on pgx/v5 and the standard library only.
 package skipjack
 
-// SupportPackageIsVersion5 is referenced by every package skipjack generates.
+// SupportPackageIsVersion6 is referenced by every package skipjack generates.
 // A generated package that fails to compile with "undefined:
 // skipjack.SupportPackageIsVersionN" needs a newer runtime than the one in
 // go.mod (run go get github.com/skipjack-dev/skipjack/runtime@latest), or was
@@ -30,6 +30,7 @@ package skipjack
 // table's queries (Pause, Resume, Admit, Headroom), paused in Stats, the
 // claims of queues with limits or a serial key, and the counts table:
 // acknowledgements that count what they finished (Complete's waits),
-// Activity, FailureGroups, Schedules and List's filters. This runtime cannot run
-// packages of version 4 or older.
-const SupportPackageIsVersion5 = true
+// Activity, FailureGroups, Schedules and List's filters; version 6 added
+// EnqueueAll and the max_attempts parameter of every enqueue query. This
+// runtime cannot run packages of version 5 or older.
+const SupportPackageIsVersion6 = true

@@ -6,8 +6,8 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/internal/opts"
 )
 
-// EnqueueOption adjusts one Enqueue or EnqueueMany call. Create options with
-// RunAt, Delay and Priority.
+// EnqueueOption adjusts one Enqueue, EnqueueMany or EnqueueAll call. Create
+// options with RunAt, Delay, Priority and MaxAttempts.
 type EnqueueOption func(*opts.Enqueue)
 
 // RunAt schedules the job to run no earlier than t. It is the only option
@@ -25,4 +25,11 @@ func Delay(d time.Duration) EnqueueOption {
 // is only accepted by queues declared with priority: true.
 func Priority(p int) EnqueueOption {
 	return func(o *opts.Enqueue) { o.Priority = p; o.HasPriority = true }
+}
+
+// MaxAttempts sets how many attempts the job gets before it fails for good,
+// overriding the queue's max_attempts. n must be at least 1; a smaller n
+// makes the enqueue return an error.
+func MaxAttempts(n int) EnqueueOption {
+	return func(o *opts.Enqueue) { o.MaxAttempts = n; o.HasMaxAttempts = true }
 }

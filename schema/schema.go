@@ -344,6 +344,22 @@ func (u *Unique) KeyMatch(payload string) string {
 	return strings.Join(parts, " AND ") + fmt.Sprintf(` AND "state" IN (%s)`, u.statesSQL())
 }
 
+// KeyOf returns the unique key of the payload given as the jsonb
+// expression payload, as one SQL value that equals another payload's
+// exactly when the two are duplicates (and that a hash join can match):
+// the payload itself, or the array of its key fields, a missing field
+// counting as JSON null as in the unique index.
+func (u *Unique) KeyOf(payload string) string {
+	if len(u.Keys) == 0 {
+		return payload
+	}
+	parts := make([]string, len(u.Keys))
+	for i, k := range u.Keys {
+		parts[i] = fmt.Sprintf(`coalesce(%s -> %s, 'null'::jsonb)`, payload, QuoteLiteral(k))
+	}
+	return "ARRAY[" + strings.Join(parts, ", ") + "]"
+}
+
 // SameKey returns the SQL condition that two payloads, given as jsonb
 // expressions a and b, have the same unique key.
 func (u *Unique) SameKey(a, b string) string {

@@ -219,6 +219,18 @@ feature_mutants=(
   "per-key-room-ignored :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM kept))/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM picked))/ :: TestPerKeyLimitAcrossProcesses :: ."
   "per-key-full-keys-not-passed-over :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/NOT IN (SELECT \"key\" FROM held WHERE \"n\" >= 2)/IS NOT NULL/ :: TestPerKeyFairness :: ."
   "per-key-one-statement-per-turn :: skipjackimpl/fetch.go :: s/r.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
+  # Issue 44: EnqueueAll's results in input order with duplicates mapped to
+  # their holder, and MaxAttempts on every enqueue path.
+  "enqueueall-results-unordered :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: EnqueueAll/,/^\`$/s/^ORDER BY i.\"n\"$/ORDER BY i.\"n\" DESC/ :: TestEnqueueAllResults :: ."
+  "enqueueall-results-reversed :: skipjackimpl/bind.go :: s/out\[i\] = skipjack.EnqueueResult(enqueueAllRow(r))/out[len(rows)-1-i] = skipjack.EnqueueResult(enqueueAllRow(r))/ :: TestEnqueueAllResults :: ."
+  "enqueueall-duplicate-unmapped :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/ON ins.\"id\" IS NULL AND mine.\"key\" = /ON ins.\"id\" IS NULL AND mine.\"key\" <> / :: TestEnqueueAllResults|TestEnqueueAllTx :: ."
+  "enqueueall-duplicate-not-flagged :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/(ins.\"id\" IS NULL)::boolean AS/false AS/ :: TestEnqueueAllResults|TestEnqueueAllTx :: ."
+  "enqueueall-no-holder-lookup :: skipjackimpl/enqueueall.go :: s/^\tif len(unseen) == 0 {$/\tif true {/ :: TestEnqueueAllHolderCommittedMeanwhile :: ."
+  "maxattempts-ignored-one :: skipjackimpl/queue.go :: s/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts)/insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts*0+int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-many :: skipjackimpl/queue.go :: s/priority, traceText(trace), maxAttempts, texts)/priority, traceText(trace), maxAttempts*0+int32(q.spec.MaxAttempts), texts)/;s/runAt, trace, maxAttempts)/runAt, trace, maxAttempts*0+int32(q.spec.MaxAttempts))/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  "maxattempts-ignored-all :: skipjackimpl/enqueueall.go :: s/maxAttempts: maxAttempts,/maxAttempts: maxAttempts*0+int32(q.spec.MaxAttempts),/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
+  # Issue 44 item 6: skipjack bench drops its throwaway schema, also when interrupted.
+  "bench-keeps-schema :: ../cmd/skipjack/bench.go :: s/\"DROP SCHEMA IF EXISTS \"+/\"SELECT 1 -- \"+/ :: TestBench :: ../cmd/skipjack"
 )
 mutants+=("${feature_mutants[@]}")
 

@@ -18,6 +18,7 @@
 //	skipjack jobs cancel QUEUE (ID... | --state STATE)
 //	skipjack queues pause  QUEUE
 //	skipjack queues resume QUEUE
+//	skipjack bench       [--database-url URL] [--jobs N] [--latency-jobs N] [--concurrency N]
 //
 // migrate, stats, jobs, queues and ui need only the YAML, the migrations folder and
 // the database, no Go toolchain and no Go module: migrate applies the

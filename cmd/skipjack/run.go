@@ -55,6 +55,8 @@ type options struct {
 	state string
 	after int64
 	limit int
+	// bench: the sizes of skipjack bench.
+	bench benchOptions
 }
 
 // A command is one subcommand of the CLI with the flags it accepts.
@@ -120,6 +122,11 @@ var commands = append([]command{
 		name: "ui", synopsis: "[-f skipjack.yaml] [--database-url URL] [--listen ADDR] [--allowed-host HOST]... [--actions]",
 		summary: "serve the web dashboard over the queues", database: true,
 		flags: uiFlags, run: ui,
+	},
+	{
+		name: "bench", synopsis: "[--database-url URL] [--jobs N] [--latency-jobs N] [--concurrency N]",
+		summary: "run a burn-down and a latency run of a throwaway queue on a database\n             (jobs/s, pickup p50/p99); drops the queue's schema at the end",
+		database: true, noConfig: true, flags: benchFlags, run: bench,
 	},
 }, append(append(jobsCommands, queuesCommands...), migrateCommands...)...)
 

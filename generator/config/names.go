@@ -86,7 +86,7 @@ var reservedPackages = map[string]bool{
 // a shared struct re-exported in a queue package by alias must not take
 // one; a test ties this list to the rendered file.
 var QueueIdentifiers = []string{
-	"Name", "Payload", "Job", "Record", "DBTX", "Spec", "Enqueue", "EnqueueMany",
+	"Name", "Payload", "Job", "Record", "DBTX", "Spec", "Enqueue", "EnqueueMany", "EnqueueAll",
 	"CompleteTx", "Stats", "Get", "List", "Retry", "Cancel", "Pause", "Resume", "Admin",
 	"Worker", "NewWorker", "queue",
 }

@@ -59,7 +59,7 @@ type CopyAtRow interface{ ~copyAtRow }
 // shapes are fixed by the constraints above, so the runtime converts them
 // once, here, for every queue.
 type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow] interface {
-	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
+	Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error)
 	EnqueueCopy(ctx context.Context, rows []E) (int64, error)
 	EnqueueCopyAt(ctx context.Context, rows []A) (int64, error)
 	Now(ctx context.Context, delay time.Duration) (time.Time, error)
@@ -92,7 +92,7 @@ type Queries[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 type uniqueQueries interface {
 	Duplicate(ctx context.Context, payload string) (int64, error)
 	FindUnique(ctx context.Context, payload string) ([]int64, error)
-	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error)
+	EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32, payloads []string) (int64, error)
 }
 
 // claimIntoQueries and completeIntoQueries are the Claim and Complete
@@ -111,7 +111,50 @@ type completeIntoQueries[K CompleteRow] interface {
 
 // quietQueries is the extra query of a queue with a notify trigger.
 type quietQueries interface {
-	EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
+	EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error)
+}
+
+// EnqueueAllRow is the shape of the rows of a queue's EnqueueAll query.
+type EnqueueAllRow interface{ ~enqueueAllRow }
+
+// enqueueAllRow is the shape of EnqueueAllRow, the layout of
+// skipjack.EnqueueResult.
+type enqueueAllRow = struct {
+	ID        int64
+	Duplicate bool
+}
+
+// enqueueAllQueries is the EnqueueAll that every queue's queries have.
+// It is apart from Queries so that its row type N is a type parameter of
+// NewQueue alone.
+type enqueueAllQueries[N EnqueueAllRow] interface {
+	EnqueueAll(ctx context.Context, payloads []string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) ([]N, error)
+}
+
+// enqueueAllParams are the arguments of one EnqueueAll statement.
+type enqueueAllParams struct {
+	payloads    []string
+	runAt       *time.Time
+	delay       time.Duration
+	priority    int16
+	trace       *string
+	maxAttempts int32
+}
+
+// enqueueAllOf returns the function that runs q's EnqueueAll and converts
+// its rows.
+func enqueueAllOf[N EnqueueAllRow](q enqueueAllQueries[N]) func(context.Context, enqueueAllParams) ([]skipjack.EnqueueResult, error) {
+	return func(ctx context.Context, e enqueueAllParams) ([]skipjack.EnqueueResult, error) {
+		rows, err := q.EnqueueAll(ctx, e.payloads, e.runAt, e.delay, e.priority, e.trace, e.maxAttempts)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]skipjack.EnqueueResult, len(rows))
+		for i, r := range rows {
+			out[i] = skipjack.EnqueueResult(enqueueAllRow(r))
+		}
+		return out, nil
+	}
 }
 
 // slotQueries are the extra queries of a queue with periodic jobs.
@@ -124,8 +167,9 @@ type slotQueries interface {
 // the rest of the runtime uses.
 type queries interface {
 	store
-	enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error)
-	enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error)
+	enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error)
+	enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte, maxAttempts int32) (int64, error)
+	enqueueAll(ctx context.Context, e enqueueAllParams) ([]skipjack.EnqueueResult, error)
 	now(ctx context.Context, delay time.Duration) (time.Time, error)
 	completeOne(ctx context.Context, id int64, claim int32) (int64, error)
 	stats(ctx context.Context) (skipjack.Stats, error)
@@ -150,6 +194,8 @@ type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	// q's ClaimInto and CompleteInto; nil for queries generated before them.
 	claimInto    claimIntoQueries[C]
 	completeInto completeIntoQueries[K]
+	// all runs q's EnqueueAll; NewQueue sets it.
+	all func(ctx context.Context, e enqueueAllParams) ([]skipjack.EnqueueResult, error)
 }
 
 // newBinding binds q, noting whether it claims and completes into given
@@ -268,8 +314,12 @@ func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Prune(ctx context.Context, com
 	return n, nil
 }
 
-func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
-	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace)
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
+	return b.q.Enqueue(ctx, payload, runAt, delay, priority, trace, maxAttempts)
+}
+
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueueAll(ctx context.Context, e enqueueAllParams) ([]skipjack.EnqueueResult, error) {
+	return b.all(ctx, e)
 }
 
 // copyRow and copyAtRow are the shapes of CopyRow and CopyAtRow, converted
@@ -277,29 +327,31 @@ func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueue(ctx context.Context, p
 // unnamed struct types, which is what lets the constraints name them with ~.
 type (
 	copyRow = struct {
-		Payload  []byte
-		Priority int16
-		Trace    []byte
+		Payload     []byte
+		Priority    int16
+		Trace       []byte
+		MaxAttempts int32
 	}
 	copyAtRow = struct {
-		Payload  []byte
-		Priority int16
-		RunAt    time.Time
-		Trace    []byte
+		Payload     []byte
+		Priority    int16
+		RunAt       time.Time
+		Trace       []byte
+		MaxAttempts int32
 	}
 )
 
-func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte) (int64, error) {
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) enqueueCopy(ctx context.Context, payloads [][]byte, priority int16, runAt *time.Time, trace []byte, maxAttempts int32) (int64, error) {
 	if runAt == nil {
 		rows := make([]E, len(payloads))
 		for i, p := range payloads {
-			rows[i] = E(copyRow{Payload: p, Priority: priority, Trace: trace})
+			rows[i] = E(copyRow{Payload: p, Priority: priority, Trace: trace, MaxAttempts: maxAttempts})
 		}
 		return b.q.EnqueueCopy(ctx, rows)
 	}
 	rows := make([]A, len(payloads))
 	for i, p := range payloads {
-		rows[i] = A(copyAtRow{Payload: p, Priority: priority, RunAt: *runAt, Trace: trace})
+		rows[i] = A(copyAtRow{Payload: p, Priority: priority, RunAt: *runAt, Trace: trace, MaxAttempts: maxAttempts})
 	}
 	return b.q.EnqueueCopyAt(ctx, rows)
 }

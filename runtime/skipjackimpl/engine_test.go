@@ -150,11 +150,14 @@ func (f *fakeStore) Rescue(context.Context, int) (int64, error)               { 
 func (f *fakeStore) Prune(context.Context, time.Duration, time.Duration, int) (int64, error) {
 	return 0, nil
 }
-func (f *fakeStore) enqueue(context.Context, string, *time.Time, time.Duration, int16, *string) (int64, error) {
+func (f *fakeStore) enqueue(context.Context, string, *time.Time, time.Duration, int16, *string, int32) (int64, error) {
 	return 0, nil
 }
-func (f *fakeStore) enqueueCopy(context.Context, [][]byte, int16, *time.Time, []byte) (int64, error) {
+func (f *fakeStore) enqueueCopy(context.Context, [][]byte, int16, *time.Time, []byte, int32) (int64, error) {
 	return 0, nil
+}
+func (f *fakeStore) enqueueAll(context.Context, enqueueAllParams) ([]skipjack.EnqueueResult, error) {
+	return nil, nil
 }
 func (f *fakeStore) now(context.Context, time.Duration) (time.Time, error)    { return time.Now(), nil }
 func (f *fakeStore) completeOne(context.Context, int64, int32) (int64, error) { return 0, nil }

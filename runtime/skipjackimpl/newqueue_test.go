@@ -24,6 +24,7 @@ type statsShape struct {
 // method panics); NewQueue only inspects it.
 type fakeQueries struct {
 	Queries[claimedShape, heartbeatRow, recordRow, recordRow, statsShape, copyRow, copyAtRow, headroom, activityRow, failureGroupRow, completeRow]
+	enqueueAllQueries[enqueueAllRow]
 	db any
 }
 

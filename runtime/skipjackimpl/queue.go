@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -37,7 +38,10 @@ type Queue[P any] struct {
 // unique key or schedules but the queries lack the methods (with the
 // signatures) the runtime calls for them, which would otherwise turn those
 // features off silently.
-func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, R, V, F, K], C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
+func NewQueue[P, D any, Q interface {
+	Queries[C, H, G, L, S, E, A, R, V, F, K]
+	enqueueAllQueries[N]
+}, C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, A CopyAtRow, R HeadroomRow, V ActivityRow, F FailureGroupRow, K CompleteRow, N EnqueueAllRow](spec QueueSpec, newQueries func(D) Q) *Queue[P] {
 	if d := reflect.TypeFor[D](); d.Kind() != reflect.Interface || !reflect.TypeFor[DBTX]().Implements(d) {
 		panic(fmt.Sprintf("skipjack: queue %s: its generated queries run on %v, which skipjack.DBTX does not satisfy; regenerate it with a matching skipjack", spec.Name, d))
 	}
@@ -53,7 +57,10 @@ func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, R, V, F, K], C ClaimRow, 
 		spec: spec.withDefaults(),
 		bind: func(db DBTX) queries {
 			d, _ := db.(D) // fails only for a nil db, which stays nil
-			return newBinding[C, H, G, L, S, E, A, R, V, F, K](newQueries(d))
+			qs := newQueries(d)
+			b := newBinding[C, H, G, L, S, E, A, R, V, F, K](qs)
+			b.all = enqueueAllOf[N](qs)
+			return b
 		},
 	}
 }
@@ -61,8 +68,10 @@ func NewQueue[P, D any, Q Queries[C, H, G, L, S, E, A, R, V, F, K], C ClaimRow, 
 // Spec returns the queue's description.
 func (q *Queue[P]) Spec() QueueSpec { return q.spec }
 
-// enqueueOptions applies opts and validates them for this queue.
-func (q *Queue[P]) enqueueOptions(list []skipjack.EnqueueOption) (opts.Enqueue, int16, error) {
+// enqueueOptions applies opts and validates them for this queue. It
+// returns them with the job's priority and max attempts as the queries
+// take them.
+func (q *Queue[P]) enqueueOptions(list []skipjack.EnqueueOption) (opts.Enqueue, int16, int32, error) {
 	var o opts.Enqueue
 	for _, opt := range list {
 		if opt != nil {
@@ -72,17 +81,24 @@ func (q *Queue[P]) enqueueOptions(list []skipjack.EnqueueOption) (opts.Enqueue, 
 	var priority int16
 	if o.HasPriority {
 		if !q.spec.Priority {
-			return o, 0, fmt.Errorf("enqueue %s: Priority given but the queue is not declared with priority: true", q.spec.Name)
+			return o, 0, 0, fmt.Errorf("enqueue %s: Priority given but the queue is not declared with priority: true", q.spec.Name)
 		}
 		if o.Priority < 0 || o.Priority > 9 {
-			return o, 0, fmt.Errorf("enqueue %s: priority %d is outside 0..9", q.spec.Name, o.Priority)
+			return o, 0, 0, fmt.Errorf("enqueue %s: priority %d is outside 0..9", q.spec.Name, o.Priority)
 		}
 		priority = int16(o.Priority)
 	}
 	if o.Delay < 0 {
-		return o, 0, fmt.Errorf("enqueue %s: negative delay %v", q.spec.Name, o.Delay)
+		return o, 0, 0, fmt.Errorf("enqueue %s: negative delay %v", q.spec.Name, o.Delay)
 	}
-	return o, priority, nil
+	maxAttempts := int32(q.spec.MaxAttempts)
+	if o.HasMaxAttempts {
+		if o.MaxAttempts < 1 || o.MaxAttempts > math.MaxInt32 {
+			return o, 0, 0, fmt.Errorf("enqueue %s: MaxAttempts(%d): a job needs at least 1 attempt and at most %d", q.spec.Name, o.MaxAttempts, math.MaxInt32)
+		}
+		maxAttempts = int32(o.MaxAttempts)
+	}
+	return o, priority, maxAttempts, nil
 }
 
 // encode encodes one payload, refusing NUL characters and payloads over
@@ -113,7 +129,7 @@ func (s QueueSpec) checkPayloadSize(n int) error {
 // existing job's id and an error matching skipjack.ErrDuplicate; no
 // statement fails, so a caller's transaction stays usable.
 func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.EnqueueOption) (int64, error) {
-	o, priority, err := q.enqueueOptions(list)
+	o, priority, maxAttempts, err := q.enqueueOptions(list)
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +151,7 @@ func (q *Queue[P]) Enqueue(ctx context.Context, db DBTX, p P, list ...skipjack.E
 	}
 	u := qs.unique()
 	for range duplicateRaces {
-		id, err := insert(ctx, text, o.RunAt, o.Delay, priority, trace)
+		id, err := insert(ctx, text, o.RunAt, o.Delay, priority, trace, maxAttempts)
 		if err == nil {
 			if wakeAfter {
 				wakeAfterCommit(pool, q.spec.Channel)
@@ -169,7 +185,7 @@ const duplicateRaces = 3
 // duplicates. The options, and the trace context of ctx, apply to every
 // job.
 func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...skipjack.EnqueueOption) (int64, error) {
-	o, priority, err := q.enqueueOptions(list)
+	o, priority, maxAttempts, err := q.enqueueOptions(list)
 	if err != nil {
 		return 0, err
 	}
@@ -189,7 +205,7 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 		for i, p := range payloads {
 			texts[i] = string(p)
 		}
-		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, traceText(trace), texts)
+		n, err := u.EnqueueBatch(ctx, o.RunAt, o.Delay, priority, traceText(trace), maxAttempts, texts)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 		}
@@ -203,7 +219,7 @@ func (q *Queue[P]) EnqueueMany(ctx context.Context, db DBTX, ps []P, list ...ski
 		}
 		runAt = &at
 	}
-	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt, trace)
+	n, err := qs.enqueueCopy(ctx, payloads, priority, runAt, trace, maxAttempts)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", q.spec.Name, err)
 	}

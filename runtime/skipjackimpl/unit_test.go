@@ -113,11 +113,15 @@ func TestEnqueueOptions(t *testing.T) {
 		{"priority out of range", ranked, []skipjack.EnqueueOption{skipjack.Priority(10)}, "outside 0..9"},
 		{"negative delay", plain, []skipjack.EnqueueOption{skipjack.Delay(-time.Second)}, "negative delay"},
 		{"nil option", plain, []skipjack.EnqueueOption{nil}, ""},
+		{"max attempts 1", plain, []skipjack.EnqueueOption{skipjack.MaxAttempts(1)}, ""},
+		{"max attempts 0", plain, []skipjack.EnqueueOption{skipjack.MaxAttempts(0)}, "MaxAttempts(0): a job needs at least 1 attempt"},
+		{"negative max attempts", ranked, []skipjack.EnqueueOption{skipjack.MaxAttempts(-3)}, "MaxAttempts(-3)"},
+		{"max attempts over int32", plain, []skipjack.EnqueueOption{skipjack.MaxAttempts(1 << 40)}, "at most 2147483647"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := tc.q.enqueueOptions(tc.opts)
+			_, _, _, err := tc.q.enqueueOptions(tc.opts)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("enqueueOptions = %v, want error containing %q", err, tc.wantErr)
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 // This package needs a runtime that supports version 3 of generated code.
-const _ = skipjack.SupportPackageIsVersion5
+const _ = skipjack.SupportPackageIsVersion6
 
 // Migrate applies the generated migrations that the database has not
 // recorded yet, under an advisory lock keyed by the config's name, so it is

@@ -15,4 +15,7 @@ type Enqueue struct {
 	// given.
 	Priority    int
 	HasPriority bool
+	// MaxAttempts overrides the queue's max_attempts when HasMaxAttempts.
+	MaxAttempts    int
+	HasMaxAttempts bool
 }

@@ -369,56 +369,113 @@ func (q *Queries) Delete(ctx context.Context, ids []int64) (int64, error) {
 }
 
 const enqueue = `-- name: Enqueue :one
-INSERT INTO "skipjack"."capped" ("payload", "run_at", "priority", "trace")
-VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb)
+INSERT INTO "skipjack"."capped" ("payload", "run_at", "priority", "trace", "max_attempts")
+VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer)
 RETURNING "id"
 `
 
 // Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none).
-func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueue,
 		payload,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
 }
 
+const enqueueAll = `-- name: EnqueueAll :many
+WITH input AS (
+    SELECT x."n", nextval((SELECT pg_get_serial_sequence('"skipjack"."capped"', 'id'))::regclass) AS "id", x."p"::jsonb AS "payload"
+    FROM unnest($1::text[]) WITH ORDINALITY AS x("p", "n")
+), inserted AS (
+    INSERT INTO "skipjack"."capped" ("id", "payload", "run_at", "priority", "trace", "max_attempts")
+    OVERRIDING SYSTEM VALUE
+    SELECT i."id", i."payload", COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer
+    FROM input AS i
+    ORDER BY i."n"
+    RETURNING "id"
+)
+SELECT ins."id", false AS "duplicate"
+FROM input AS i
+JOIN inserted AS ins ON ins."id" = i."id"
+ORDER BY i."n"
+`
+
+// EnqueueAllRow is one row returned by EnqueueAll.
+type EnqueueAllRow struct {
+	ID        int64
+	Duplicate bool
+}
+
+// EnqueueAll inserts many jobs in one statement and returns, per payload in the order given, the id of its job and whether it was a duplicate.
+// Every id is drawn from the table's sequence before the insert, so each result is matched to its payload by id, not by the order of RETURNING.
+func (q *Queries) EnqueueAll(ctx context.Context, payloads []string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) ([]EnqueueAllRow, error) {
+	rows, err := q.db.Query(ctx, enqueueAll,
+		payloads,
+		runAt,
+		delay,
+		priority,
+		trace,
+		maxAttempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EnqueueAllRow
+	for rows.Next() {
+		var i EnqueueAllRow
+		if err := rows.Scan(&i.ID, &i.Duplicate); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 // EnqueueCopyParams holds the parameters of EnqueueCopy.
 type EnqueueCopyParams struct {
-	Payload  []byte
-	Priority int16
-	Trace    []byte
+	Payload     []byte
+	Priority    int16
+	Trace       []byte
+	MaxAttempts int32
 }
 
 // EnqueueCopyAtParams holds the parameters of EnqueueCopyAt.
 type EnqueueCopyAtParams struct {
-	Payload  []byte
-	Priority int16
-	RunAt    time.Time
-	Trace    []byte
+	Payload     []byte
+	Priority    int16
+	RunAt       time.Time
+	Trace       []byte
+	MaxAttempts int32
 }
 
 const enqueueQuiet = `-- name: EnqueueQuiet :one
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."capped" ("payload", "run_at", "priority", "trace")
-SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb
+INSERT INTO "skipjack"."capped" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer
 FROM quiet
 RETURNING "id"
 `
 
 // EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
-func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueueQuiet,
 		payload,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 	)
 	var id int64
 	err := row.Scan(&id)

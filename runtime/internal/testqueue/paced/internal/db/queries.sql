@@ -2,25 +2,44 @@
 
 -- name: Enqueue :one
 -- Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none).
-INSERT INTO "skipjack"."paced" ("payload", "run_at", "priority", "trace")
-VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb)
+INSERT INTO "skipjack"."paced" ("payload", "run_at", "priority", "trace", "max_attempts")
+VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer)
 RETURNING "id";
 
 -- name: EnqueueQuiet :one
 -- EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."paced" ("payload", "run_at", "priority", "trace")
-SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb
+INSERT INTO "skipjack"."paced" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
 FROM quiet
 RETURNING "id";
 
 -- name: EnqueueCopy :copyfrom
 -- EnqueueCopy inserts many jobs due now with COPY.
-INSERT INTO "skipjack"."paced" ("payload", "priority", "trace") VALUES ($1, $2, $3);
+INSERT INTO "skipjack"."paced" ("payload", "priority", "trace", "max_attempts") VALUES ($1, $2, $3, $4);
 
 -- name: EnqueueCopyAt :copyfrom
 -- EnqueueCopyAt inserts many jobs due at run_at with COPY.
-INSERT INTO "skipjack"."paced" ("payload", "priority", "run_at", "trace") VALUES ($1, $2, $3, $4);
+INSERT INTO "skipjack"."paced" ("payload", "priority", "run_at", "trace", "max_attempts") VALUES ($1, $2, $3, $4, $5);
+
+-- name: EnqueueAll :many
+-- EnqueueAll inserts many jobs in one statement and returns, per payload in the order given, the id of its job and whether it was a duplicate.
+-- Every id is drawn from the table's sequence before the insert, so each result is matched to its payload by id, not by the order of RETURNING.
+WITH input AS (
+    SELECT x."n", nextval((SELECT pg_get_serial_sequence('"skipjack"."paced"', 'id'))::regclass) AS "id", x."p"::jsonb AS "payload"
+    FROM unnest(sqlc.arg(payloads)::text[]) WITH ORDINALITY AS x("p", "n")
+), inserted AS (
+    INSERT INTO "skipjack"."paced" ("id", "payload", "run_at", "priority", "trace", "max_attempts")
+    OVERRIDING SYSTEM VALUE
+    SELECT i."id", i."payload", COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
+    FROM input AS i
+    ORDER BY i."n"
+    RETURNING "id"
+)
+SELECT ins."id", false AS "duplicate"
+FROM input AS i
+JOIN inserted AS ins ON ins."id" = i."id"
+ORDER BY i."n";
 
 -- name: Now :one
 -- Now returns the database clock plus delay.

@@ -2,16 +2,16 @@
 
 -- name: Enqueue :one
 -- Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none). A duplicate of a job in a unique state inserts nothing and returns no row.
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
-VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb)
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace", "max_attempts")
+VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer)
 ON CONFLICT DO NOTHING
 RETURNING "id";
 
 -- name: EnqueueQuiet :one
 -- EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
-SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
 FROM quiet
 ON CONFLICT DO NOTHING
 RETURNING "id";
@@ -30,19 +30,50 @@ ORDER BY "id";
 
 -- name: EnqueueBatch :execrows
 -- EnqueueBatch inserts many jobs, skipping duplicates of jobs in a unique state and of each other.
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
-SELECT p::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT p::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
 FROM unnest(sqlc.arg(payloads)::text[]) WITH ORDINALITY AS x(p, n)
 ORDER BY n
 ON CONFLICT DO NOTHING;
 
 -- name: EnqueueCopy :copyfrom
 -- EnqueueCopy inserts many jobs due now with COPY.
-INSERT INTO "skipjack"."uniq" ("payload", "priority", "trace") VALUES ($1, $2, $3);
+INSERT INTO "skipjack"."uniq" ("payload", "priority", "trace", "max_attempts") VALUES ($1, $2, $3, $4);
 
 -- name: EnqueueCopyAt :copyfrom
 -- EnqueueCopyAt inserts many jobs due at run_at with COPY.
-INSERT INTO "skipjack"."uniq" ("payload", "priority", "run_at", "trace") VALUES ($1, $2, $3, $4);
+INSERT INTO "skipjack"."uniq" ("payload", "priority", "run_at", "trace", "max_attempts") VALUES ($1, $2, $3, $4, $5);
+
+-- name: EnqueueAll :many
+-- EnqueueAll inserts many jobs in one statement and returns, per payload in the order given, the id of its job and whether it was a duplicate. A duplicate (of a job in a unique state, or of an earlier payload of the same call) inserts nothing; its id is that of the job holding its key, or 0 when that job is not visible to the statement's snapshot (committed by another transaction while the statement ran: look it up with Duplicate).
+-- Every id is drawn from the table's sequence before the insert, so each result is matched to its payload by id, not by the order of RETURNING.
+WITH input AS (
+    SELECT x."n", nextval((SELECT pg_get_serial_sequence('"skipjack"."uniq"', 'id'))::regclass) AS "id", x."p"::jsonb AS "payload"
+    FROM unnest(sqlc.arg(payloads)::text[]) WITH ORDINALITY AS x("p", "n")
+), inserted AS (
+    INSERT INTO "skipjack"."uniq" ("id", "payload", "run_at", "priority", "trace", "max_attempts")
+    OVERRIDING SYSTEM VALUE
+    SELECT i."id", i."payload", COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
+    FROM input AS i
+    ORDER BY i."n"
+    ON CONFLICT DO NOTHING
+    RETURNING "id", ARRAY[coalesce("payload" -> 'key', 'null'::jsonb)] AS "key"
+)
+SELECT coalesce(
+        ins."id",
+        mine."id",
+        -- The job that held the key before this statement, through the unique index.
+        (SELECT h."id" FROM "skipjack"."uniq" AS h WHERE coalesce("payload" -> 'key', 'null'::jsonb) = coalesce(i."payload" -> 'key', 'null'::jsonb) AND "state" IN ('pending', 'running') LIMIT 1),
+        0
+    )::bigint AS "id",
+    (ins."id" IS NULL)::boolean AS "duplicate"
+FROM input AS i
+LEFT JOIN inserted AS ins ON ins."id" = i."id"
+LEFT JOIN inserted AS mine
+    -- An earlier payload of this call with the same key, inserted (the
+    -- unique index holds at most one pending job per key).
+    ON ins."id" IS NULL AND mine."key" = ARRAY[coalesce(i."payload" -> 'key', 'null'::jsonb)]
+ORDER BY i."n";
 
 -- name: Now :one
 -- Now returns the database clock plus delay.

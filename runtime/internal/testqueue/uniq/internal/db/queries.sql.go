@@ -377,41 +377,108 @@ func (q *Queries) Duplicate(ctx context.Context, payload string) (int64, error) 
 }
 
 const enqueue = `-- name: Enqueue :one
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
-VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb)
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace", "max_attempts")
+VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer)
 ON CONFLICT DO NOTHING
 RETURNING "id"
 `
 
 // Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none). A duplicate of a job in a unique state inserts nothing and returns no row.
-func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueue,
 		payload,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
 }
 
+const enqueueAll = `-- name: EnqueueAll :many
+WITH input AS (
+    SELECT x."n", nextval((SELECT pg_get_serial_sequence('"skipjack"."uniq"', 'id'))::regclass) AS "id", x."p"::jsonb AS "payload"
+    FROM unnest($1::text[]) WITH ORDINALITY AS x("p", "n")
+), inserted AS (
+    INSERT INTO "skipjack"."uniq" ("id", "payload", "run_at", "priority", "trace", "max_attempts")
+    OVERRIDING SYSTEM VALUE
+    SELECT i."id", i."payload", COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer
+    FROM input AS i
+    ORDER BY i."n"
+    ON CONFLICT DO NOTHING
+    RETURNING "id", ARRAY[coalesce("payload" -> 'key', 'null'::jsonb)] AS "key"
+)
+SELECT coalesce(
+        ins."id",
+        mine."id",
+        -- The job that held the key before this statement, through the unique index.
+        (SELECT h."id" FROM "skipjack"."uniq" AS h WHERE coalesce("payload" -> 'key', 'null'::jsonb) = coalesce(i."payload" -> 'key', 'null'::jsonb) AND "state" IN ('pending', 'running') LIMIT 1),
+        0
+    )::bigint AS "id",
+    (ins."id" IS NULL)::boolean AS "duplicate"
+FROM input AS i
+LEFT JOIN inserted AS ins ON ins."id" = i."id"
+LEFT JOIN inserted AS mine
+    -- An earlier payload of this call with the same key, inserted (the
+    -- unique index holds at most one pending job per key).
+    ON ins."id" IS NULL AND mine."key" = ARRAY[coalesce(i."payload" -> 'key', 'null'::jsonb)]
+ORDER BY i."n"
+`
+
+// EnqueueAllRow is one row returned by EnqueueAll.
+type EnqueueAllRow struct {
+	ID        int64
+	Duplicate bool
+}
+
+// EnqueueAll inserts many jobs in one statement and returns, per payload in the order given, the id of its job and whether it was a duplicate. A duplicate (of a job in a unique state, or of an earlier payload of the same call) inserts nothing; its id is that of the job holding its key, or 0 when that job is not visible to the statement's snapshot (committed by another transaction while the statement ran: look it up with Duplicate).
+// Every id is drawn from the table's sequence before the insert, so each result is matched to its payload by id, not by the order of RETURNING.
+func (q *Queries) EnqueueAll(ctx context.Context, payloads []string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) ([]EnqueueAllRow, error) {
+	rows, err := q.db.Query(ctx, enqueueAll,
+		payloads,
+		runAt,
+		delay,
+		priority,
+		trace,
+		maxAttempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EnqueueAllRow
+	for rows.Next() {
+		var i EnqueueAllRow
+		if err := rows.Scan(&i.ID, &i.Duplicate); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const enqueueBatch = `-- name: EnqueueBatch :execrows
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
-SELECT p::jsonb, COALESCE($1::timestamptz, now() + $2::interval), $3::smallint, $4::text::jsonb
-FROM unnest($5::text[]) WITH ORDINALITY AS x(p, n)
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT p::jsonb, COALESCE($1::timestamptz, now() + $2::interval), $3::smallint, $4::text::jsonb, $5::integer
+FROM unnest($6::text[]) WITH ORDINALITY AS x(p, n)
 ORDER BY n
 ON CONFLICT DO NOTHING
 `
 
 // EnqueueBatch inserts many jobs, skipping duplicates of jobs in a unique state and of each other.
-func (q *Queries) EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, payloads []string) (int64, error) {
+func (q *Queries) EnqueueBatch(ctx context.Context, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32, payloads []string) (int64, error) {
 	result, err := q.db.Exec(ctx, enqueueBatch,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 		payloads,
 	)
 	if err != nil {
@@ -422,36 +489,39 @@ func (q *Queries) EnqueueBatch(ctx context.Context, runAt *time.Time, delay time
 
 // EnqueueCopyParams holds the parameters of EnqueueCopy.
 type EnqueueCopyParams struct {
-	Payload  []byte
-	Priority int16
-	Trace    []byte
+	Payload     []byte
+	Priority    int16
+	Trace       []byte
+	MaxAttempts int32
 }
 
 // EnqueueCopyAtParams holds the parameters of EnqueueCopyAt.
 type EnqueueCopyAtParams struct {
-	Payload  []byte
-	Priority int16
-	RunAt    time.Time
-	Trace    []byte
+	Payload     []byte
+	Priority    int16
+	RunAt       time.Time
+	Trace       []byte
+	MaxAttempts int32
 }
 
 const enqueueQuiet = `-- name: EnqueueQuiet :one
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace")
-SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb
+INSERT INTO "skipjack"."uniq" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer
 FROM quiet
 ON CONFLICT DO NOTHING
 RETURNING "id"
 `
 
 // EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
-func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueueQuiet,
 		payload,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 	)
 	var id int64
 	err := row.Scan(&id)
