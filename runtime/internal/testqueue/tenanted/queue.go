@@ -15,7 +15,7 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 )
 
-const _ = skipjack.SupportPackageIsVersion5 // needs a runtime for version 5 of generated code
+const _ = skipjack.SupportPackageIsVersion6 // needs a runtime for version 6 of generated code
 
 // Name is the queue's name as declared in skipjack.yaml.
 const Name = "tenanted"
@@ -57,6 +57,13 @@ func Enqueue(ctx context.Context, db DBTX, p Payload, opts ...skipjack.EnqueueOp
 // EnqueueMany inserts all ps with one COPY, each with opts; it returns how many.
 func EnqueueMany(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.EnqueueOption) (int64, error) {
 	return queue.EnqueueMany(ctx, db, ps, opts...)
+}
+
+// EnqueueAll inserts all ps with one statement, each with opts, and returns
+// one result per payload, in the order of ps. Inside a pgx.Tx the jobs exist
+// only if that transaction commits.
+func EnqueueAll(ctx context.Context, db DBTX, ps []Payload, opts ...skipjack.EnqueueOption) ([]skipjack.EnqueueResult, error) {
+	return queue.EnqueueAll(ctx, db, ps, opts...)
 }
 
 // CompleteTx acknowledges job inside tx, so the handler's writes and the ack

@@ -31,6 +31,7 @@ func (r iteratorForEnqueueCopy) Values() ([]any, error) {
 		r.rows[0].Payload,
 		r.rows[0].Priority,
 		r.rows[0].Trace,
+		r.rows[0].MaxAttempts,
 	}, nil
 }
 
@@ -41,7 +42,7 @@ func (r iteratorForEnqueueCopy) Err() error {
 
 // EnqueueCopy inserts many jobs due now with COPY.
 func (q *Queries) EnqueueCopy(ctx context.Context, arg []EnqueueCopyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"skipjack", "tenanted"}, []string{"payload", "priority", "trace"}, &iteratorForEnqueueCopy{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"skipjack", "tenanted"}, []string{"payload", "priority", "trace", "max_attempts"}, &iteratorForEnqueueCopy{rows: arg})
 }
 
 // iteratorForEnqueueCopyAt implements pgx.CopyFromSource.
@@ -70,6 +71,7 @@ func (r iteratorForEnqueueCopyAt) Values() ([]any, error) {
 		r.rows[0].Priority,
 		r.rows[0].RunAt,
 		r.rows[0].Trace,
+		r.rows[0].MaxAttempts,
 	}, nil
 }
 
@@ -80,5 +82,5 @@ func (r iteratorForEnqueueCopyAt) Err() error {
 
 // EnqueueCopyAt inserts many jobs due at run_at with COPY.
 func (q *Queries) EnqueueCopyAt(ctx context.Context, arg []EnqueueCopyAtParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"skipjack", "tenanted"}, []string{"payload", "priority", "run_at", "trace"}, &iteratorForEnqueueCopyAt{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"skipjack", "tenanted"}, []string{"payload", "priority", "run_at", "trace", "max_attempts"}, &iteratorForEnqueueCopyAt{rows: arg})
 }

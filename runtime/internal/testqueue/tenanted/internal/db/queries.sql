@@ -2,25 +2,44 @@
 
 -- name: Enqueue :one
 -- Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none).
-INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace")
-VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb)
+INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace", "max_attempts")
+VALUES (sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer)
 RETURNING "id";
 
 -- name: EnqueueQuiet :one
 -- EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace")
-SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb
+INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT sqlc.arg(payload)::text::jsonb, COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
 FROM quiet
 RETURNING "id";
 
 -- name: EnqueueCopy :copyfrom
 -- EnqueueCopy inserts many jobs due now with COPY.
-INSERT INTO "skipjack"."tenanted" ("payload", "priority", "trace") VALUES ($1, $2, $3);
+INSERT INTO "skipjack"."tenanted" ("payload", "priority", "trace", "max_attempts") VALUES ($1, $2, $3, $4);
 
 -- name: EnqueueCopyAt :copyfrom
 -- EnqueueCopyAt inserts many jobs due at run_at with COPY.
-INSERT INTO "skipjack"."tenanted" ("payload", "priority", "run_at", "trace") VALUES ($1, $2, $3, $4);
+INSERT INTO "skipjack"."tenanted" ("payload", "priority", "run_at", "trace", "max_attempts") VALUES ($1, $2, $3, $4, $5);
+
+-- name: EnqueueAll :many
+-- EnqueueAll inserts many jobs in one statement and returns, per payload in the order given, the id of its job and whether it was a duplicate.
+-- Every id is drawn from the table's sequence before the insert, so each result is matched to its payload by id, not by the order of RETURNING.
+WITH input AS (
+    SELECT x."n", nextval((SELECT pg_get_serial_sequence('"skipjack"."tenanted"', 'id'))::regclass) AS "id", x."p"::jsonb AS "payload"
+    FROM unnest(sqlc.arg(payloads)::text[]) WITH ORDINALITY AS x("p", "n")
+), inserted AS (
+    INSERT INTO "skipjack"."tenanted" ("id", "payload", "run_at", "priority", "trace", "max_attempts")
+    OVERRIDING SYSTEM VALUE
+    SELECT i."id", i."payload", COALESCE(sqlc.narg(run_at)::timestamptz, now() + sqlc.arg(delay)::interval), sqlc.arg(priority)::smallint, sqlc.narg(trace)::text::jsonb, sqlc.arg(max_attempts)::integer
+    FROM input AS i
+    ORDER BY i."n"
+    RETURNING "id"
+)
+SELECT ins."id", false AS "duplicate"
+FROM input AS i
+JOIN inserted AS ins ON ins."id" = i."id"
+ORDER BY i."n";
 
 -- name: Now :one
 -- Now returns the database clock plus delay.
@@ -428,3 +447,41 @@ SET "state" = CASE WHEN t."state" = 'pending' THEN 'failed' ELSE t."state" END,
     ) ELSE t."errors" END
 WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
   AND (t."state" = 'pending' OR (t."state" = 'running' AND NOT t."cancel_requested"));
+
+-- name: ListNewest :many
+-- ListNewest returns the ids of up to max jobs with ids above after_id and below before_id, newest (highest id) first, with List's filters: in one state or all (state ''), whose payload contains the JSON object payload ('{}' for all) and, when error_group is not '', whose last error normalises to it. It walks the primary key backwards from before_id (both bounds are index conditions, so a deep page costs what the first does); the admin then reads the jobs with List.
+SELECT "id" FROM "skipjack"."tenanted"
+WHERE "id" > sqlc.arg(after_id) AND "id" < sqlc.arg(before_id)::bigint
+  AND (sqlc.arg(state)::text = '' OR "state" = sqlc.arg(state)::text)
+  AND "payload" @> sqlc.arg(payload)::text::jsonb
+  AND (sqlc.arg(error_group)::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = sqlc.arg(error_group)::text)
+ORDER BY "id" DESC
+LIMIT sqlc.arg(max);
+
+-- name: CountMatching :one
+-- CountMatching counts the jobs, among the queue's scan newest (by id), whose payload contains the JSON object payload and, when error_group is not '', whose last error normalises to it: an array of pending (due), scheduled, running, completed and failed counts, then how many jobs it read (fewer than scan: the counts cover the whole queue). It reads at most scan rows whatever the filter, so a dashboard polling it never scans a large history; one array keeps sqlc's result a plain []int64.
+SELECT ARRAY[
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" <= now()),
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" > now()),
+    count(*) FILTER (WHERE m AND "state" = 'running'),
+    count(*) FILTER (WHERE m AND "state" = 'completed'),
+    count(*) FILTER (WHERE m AND "state" = 'failed'),
+    count(*)
+]::bigint[] AS counts
+FROM (
+    SELECT "state", "run_at",
+           "payload" @> sqlc.arg(payload)::text::jsonb
+           AND (sqlc.arg(error_group)::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = sqlc.arg(error_group)::text) AS m
+    FROM "skipjack"."tenanted"
+    ORDER BY "id" DESC
+    LIMIT sqlc.arg(scan)
+) AS recent;
+
+-- name: Delete :execrows
+-- Delete deletes the jobs among ids that are not running (a running job belongs to its worker until its attempt ends; cancel it first) and returns how many it deleted.
+DELETE FROM "skipjack"."tenanted"
+WHERE "id" = ANY(sqlc.arg(ids)::bigint[]) AND "state" <> 'running';

@@ -342,57 +342,157 @@ func (q *Queries) CountFinished(ctx context.Context, state string, since time.Ti
 	return count, err
 }
 
+const countMatching = `-- name: CountMatching :one
+SELECT ARRAY[
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" <= now()),
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" > now()),
+    count(*) FILTER (WHERE m AND "state" = 'running'),
+    count(*) FILTER (WHERE m AND "state" = 'completed'),
+    count(*) FILTER (WHERE m AND "state" = 'failed'),
+    count(*)
+]::bigint[] AS counts
+FROM (
+    SELECT "state", "run_at",
+           "payload" @> $1::text::jsonb
+           AND ($2::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = $2::text) AS m
+    FROM "skipjack"."tenanted"
+    ORDER BY "id" DESC
+    LIMIT $3
+) AS recent
+`
+
+// CountMatching counts the jobs, among the queue's scan newest (by id), whose payload contains the JSON object payload and, when error_group is not ”, whose last error normalises to it: an array of pending (due), scheduled, running, completed and failed counts, then how many jobs it read (fewer than scan: the counts cover the whole queue). It reads at most scan rows whatever the filter, so a dashboard polling it never scans a large history; one array keeps sqlc's result a plain []int64.
+func (q *Queries) CountMatching(ctx context.Context, payload string, errorGroup string, scan int32) ([]int64, error) {
+	row := q.db.QueryRow(ctx, countMatching, payload, errorGroup, scan)
+	var counts []int64
+	err := row.Scan(&counts)
+	return counts, err
+}
+
+const delete = `-- name: Delete :execrows
+DELETE FROM "skipjack"."tenanted"
+WHERE "id" = ANY($1::bigint[]) AND "state" <> 'running'
+`
+
+// Delete deletes the jobs among ids that are not running (a running job belongs to its worker until its attempt ends; cancel it first) and returns how many it deleted.
+func (q *Queries) Delete(ctx context.Context, ids []int64) (int64, error) {
+	result, err := q.db.Exec(ctx, delete, ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const enqueue = `-- name: Enqueue :one
-INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace")
-VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb)
+INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace", "max_attempts")
+VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer)
 RETURNING "id"
 `
 
 // Enqueue inserts one job, due at run_at or after delay on the database clock, with the enqueuer's trace context (NULL for none).
-func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (q *Queries) Enqueue(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueue,
 		payload,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
 }
 
+const enqueueAll = `-- name: EnqueueAll :many
+WITH input AS (
+    SELECT x."n", nextval((SELECT pg_get_serial_sequence('"skipjack"."tenanted"', 'id'))::regclass) AS "id", x."p"::jsonb AS "payload"
+    FROM unnest($1::text[]) WITH ORDINALITY AS x("p", "n")
+), inserted AS (
+    INSERT INTO "skipjack"."tenanted" ("id", "payload", "run_at", "priority", "trace", "max_attempts")
+    OVERRIDING SYSTEM VALUE
+    SELECT i."id", i."payload", COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer
+    FROM input AS i
+    ORDER BY i."n"
+    RETURNING "id"
+)
+SELECT ins."id", false AS "duplicate"
+FROM input AS i
+JOIN inserted AS ins ON ins."id" = i."id"
+ORDER BY i."n"
+`
+
+// EnqueueAllRow is one row returned by EnqueueAll.
+type EnqueueAllRow struct {
+	ID        int64
+	Duplicate bool
+}
+
+// EnqueueAll inserts many jobs in one statement and returns, per payload in the order given, the id of its job and whether it was a duplicate.
+// Every id is drawn from the table's sequence before the insert, so each result is matched to its payload by id, not by the order of RETURNING.
+func (q *Queries) EnqueueAll(ctx context.Context, payloads []string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) ([]EnqueueAllRow, error) {
+	rows, err := q.db.Query(ctx, enqueueAll,
+		payloads,
+		runAt,
+		delay,
+		priority,
+		trace,
+		maxAttempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EnqueueAllRow
+	for rows.Next() {
+		var i EnqueueAllRow
+		if err := rows.Scan(&i.ID, &i.Duplicate); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 // EnqueueCopyParams holds the parameters of EnqueueCopy.
 type EnqueueCopyParams struct {
-	Payload  []byte
-	Priority int16
-	Trace    []byte
+	Payload     []byte
+	Priority    int16
+	Trace       []byte
+	MaxAttempts int32
 }
 
 // EnqueueCopyAtParams holds the parameters of EnqueueCopyAt.
 type EnqueueCopyAtParams struct {
-	Payload  []byte
-	Priority int16
-	RunAt    time.Time
-	Trace    []byte
+	Payload     []byte
+	Priority    int16
+	RunAt       time.Time
+	Trace       []byte
+	MaxAttempts int32
 }
 
 const enqueueQuiet = `-- name: EnqueueQuiet :one
 WITH quiet AS (SELECT set_config('skipjack.quiet', 'on', true) AS quiet)
-INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace")
-SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb
+INSERT INTO "skipjack"."tenanted" ("payload", "run_at", "priority", "trace", "max_attempts")
+SELECT $1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer
 FROM quiet
 RETURNING "id"
 `
 
 // EnqueueQuiet is Enqueue for an autocommit producer that wakes workers itself once the insert committed: it silences the notify trigger for this statement's transaction.
-func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string) (int64, error) {
+func (q *Queries) EnqueueQuiet(ctx context.Context, payload string, runAt *time.Time, delay time.Duration, priority int16, trace *string, maxAttempts int32) (int64, error) {
 	row := q.db.QueryRow(ctx, enqueueQuiet,
 		payload,
 		runAt,
 		delay,
 		priority,
 		trace,
+		maxAttempts,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -661,6 +761,46 @@ func (q *Queries) List(ctx context.Context, afterID int64, untilID int64, state 
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listNewest = `-- name: ListNewest :many
+SELECT "id" FROM "skipjack"."tenanted"
+WHERE "id" > $1 AND "id" < $2::bigint
+  AND ($3::text = '' OR "state" = $3::text)
+  AND "payload" @> $4::text::jsonb
+  AND ($5::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = $5::text)
+ORDER BY "id" DESC
+LIMIT $6
+`
+
+// ListNewest returns the ids of up to max jobs with ids above after_id and below before_id, newest (highest id) first, with List's filters: in one state or all (state ”), whose payload contains the JSON object payload ('{}' for all) and, when error_group is not ”, whose last error normalises to it. It walks the primary key backwards from before_id (both bounds are index conditions, so a deep page costs what the first does); the admin then reads the jobs with List.
+func (q *Queries) ListNewest(ctx context.Context, afterID int64, beforeID int64, state string, payload string, errorGroup string, max int32) ([]int64, error) {
+	rows, err := q.db.Query(ctx, listNewest,
+		afterID,
+		beforeID,
+		state,
+		payload,
+		errorGroup,
+		max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

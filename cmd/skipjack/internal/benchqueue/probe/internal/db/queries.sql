@@ -422,3 +422,41 @@ SET "state" = CASE WHEN t."state" = 'pending' THEN 'failed' ELSE t."state" END,
     ) ELSE t."errors" END
 WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
   AND (t."state" = 'pending' OR (t."state" = 'running' AND NOT t."cancel_requested"));
+
+-- name: ListNewest :many
+-- ListNewest returns the ids of up to max jobs with ids above after_id and below before_id, newest (highest id) first, with List's filters: in one state or all (state ''), whose payload contains the JSON object payload ('{}' for all) and, when error_group is not '', whose last error normalises to it. It walks the primary key backwards from before_id (both bounds are index conditions, so a deep page costs what the first does); the admin then reads the jobs with List.
+SELECT "id" FROM "skipjack_bench"."probe"
+WHERE "id" > sqlc.arg(after_id) AND "id" < sqlc.arg(before_id)::bigint
+  AND (sqlc.arg(state)::text = '' OR "state" = sqlc.arg(state)::text)
+  AND "payload" @> sqlc.arg(payload)::text::jsonb
+  AND (sqlc.arg(error_group)::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = sqlc.arg(error_group)::text)
+ORDER BY "id" DESC
+LIMIT sqlc.arg(max);
+
+-- name: CountMatching :one
+-- CountMatching counts the jobs, among the queue's scan newest (by id), whose payload contains the JSON object payload and, when error_group is not '', whose last error normalises to it: an array of pending (due), scheduled, running, completed and failed counts, then how many jobs it read (fewer than scan: the counts cover the whole queue). It reads at most scan rows whatever the filter, so a dashboard polling it never scans a large history; one array keeps sqlc's result a plain []int64.
+SELECT ARRAY[
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" <= now()),
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" > now()),
+    count(*) FILTER (WHERE m AND "state" = 'running'),
+    count(*) FILTER (WHERE m AND "state" = 'completed'),
+    count(*) FILTER (WHERE m AND "state" = 'failed'),
+    count(*)
+]::bigint[] AS counts
+FROM (
+    SELECT "state", "run_at",
+           "payload" @> sqlc.arg(payload)::text::jsonb
+           AND (sqlc.arg(error_group)::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = sqlc.arg(error_group)::text) AS m
+    FROM "skipjack_bench"."probe"
+    ORDER BY "id" DESC
+    LIMIT sqlc.arg(scan)
+) AS recent;
+
+-- name: Delete :execrows
+-- Delete deletes the jobs among ids that are not running (a running job belongs to its worker until its attempt ends; cancel it first) and returns how many it deleted.
+DELETE FROM "skipjack_bench"."probe"
+WHERE "id" = ANY(sqlc.arg(ids)::bigint[]) AND "state" <> 'running';

@@ -317,6 +317,49 @@ func (q *Queries) CountFinished(ctx context.Context, state string, since time.Ti
 	return count, err
 }
 
+const countMatching = `-- name: CountMatching :one
+SELECT ARRAY[
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" <= now()),
+    count(*) FILTER (WHERE m AND "state" = 'pending' AND "run_at" > now()),
+    count(*) FILTER (WHERE m AND "state" = 'running'),
+    count(*) FILTER (WHERE m AND "state" = 'completed'),
+    count(*) FILTER (WHERE m AND "state" = 'failed'),
+    count(*)
+]::bigint[] AS counts
+FROM (
+    SELECT "state", "run_at",
+           "payload" @> $1::text::jsonb
+           AND ($2::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = $2::text) AS m
+    FROM "skipjack_bench"."probe"
+    ORDER BY "id" DESC
+    LIMIT $3
+) AS recent
+`
+
+// CountMatching counts the jobs, among the queue's scan newest (by id), whose payload contains the JSON object payload and, when error_group is not ”, whose last error normalises to it: an array of pending (due), scheduled, running, completed and failed counts, then how many jobs it read (fewer than scan: the counts cover the whole queue). It reads at most scan rows whatever the filter, so a dashboard polling it never scans a large history; one array keeps sqlc's result a plain []int64.
+func (q *Queries) CountMatching(ctx context.Context, payload string, errorGroup string, scan int32) ([]int64, error) {
+	row := q.db.QueryRow(ctx, countMatching, payload, errorGroup, scan)
+	var counts []int64
+	err := row.Scan(&counts)
+	return counts, err
+}
+
+const delete = `-- name: Delete :execrows
+DELETE FROM "skipjack_bench"."probe"
+WHERE "id" = ANY($1::bigint[]) AND "state" <> 'running'
+`
+
+// Delete deletes the jobs among ids that are not running (a running job belongs to its worker until its attempt ends; cancel it first) and returns how many it deleted.
+func (q *Queries) Delete(ctx context.Context, ids []int64) (int64, error) {
+	result, err := q.db.Exec(ctx, delete, ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const enqueue = `-- name: Enqueue :one
 INSERT INTO "skipjack_bench"."probe" ("payload", "run_at", "priority", "trace", "max_attempts")
 VALUES ($1::text::jsonb, COALESCE($2::timestamptz, now() + $3::interval), $4::smallint, $5::text::jsonb, $6::integer)
@@ -693,6 +736,46 @@ func (q *Queries) List(ctx context.Context, afterID int64, untilID int64, state 
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listNewest = `-- name: ListNewest :many
+SELECT "id" FROM "skipjack_bench"."probe"
+WHERE "id" > $1 AND "id" < $2::bigint
+  AND ($3::text = '' OR "state" = $3::text)
+  AND "payload" @> $4::text::jsonb
+  AND ($5::text = '' OR left(regexp_replace(regexp_replace(regexp_replace(coalesce("errors" -> -1 ->> 'error', ''),
+    '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+    '\m[0-9a-fA-F]{16,}\M', '<id>', 'g'), '[0-9]+', 'N', 'g'), 300) = $5::text)
+ORDER BY "id" DESC
+LIMIT $6
+`
+
+// ListNewest returns the ids of up to max jobs with ids above after_id and below before_id, newest (highest id) first, with List's filters: in one state or all (state ”), whose payload contains the JSON object payload ('{}' for all) and, when error_group is not ”, whose last error normalises to it. It walks the primary key backwards from before_id (both bounds are index conditions, so a deep page costs what the first does); the admin then reads the jobs with List.
+func (q *Queries) ListNewest(ctx context.Context, afterID int64, beforeID int64, state string, payload string, errorGroup string, max int32) ([]int64, error) {
+	rows, err := q.db.Query(ctx, listNewest,
+		afterID,
+		beforeID,
+		state,
+		payload,
+		errorGroup,
+		max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
