@@ -57,6 +57,7 @@ func TestGate3ScheduledTabFilters(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("status %d:\n%s", res.StatusCode, body)
 	}
+	slices.Reverse(want) // job lists are newest first
 	if got := listedJobs(body); !slices.Equal(got, want) {
 		t.Errorf("the Scheduled tab filtered by to = ada@example.com lists jobs %v, want %v (the scheduled jobs to ada)", got, want)
 	}

@@ -41,6 +41,13 @@ func limitRows(l skipjack.Limits) []limitRow {
 		}
 		rows = append(rows, r)
 	}
+	if l.PerKeyConcurrency > 0 {
+		rows = append(rows, limitRow{
+			Key: "per-key", Setting: "Per key",
+			Value: fmt.Sprintf("at most %d jobs running at once per %s, all processes together", l.PerKeyConcurrency, strings.Join(l.PerKeyBy, ", ")),
+			InUse: fmt.Sprintf("%d jobs claimed, all keys", l.Claimed),
+		})
+	}
 	if l.Serial {
 		r := limitRow{Key: "serial", Setting: "Serial", Value: "jobs with the same key run one at a time, in enqueue order", InUse: fmt.Sprintf("%d jobs claimed", l.Claimed)}
 		if len(l.SerialBy) > 0 {

@@ -44,7 +44,7 @@ func TestGate3StatsMarksPausedQueue(t *testing.T) {
 	}
 	want := "" +
 		"QUEUE                  PENDING  SCHEDULED    RUNNING  COMPLETED     FAILED  OLDEST PENDING\n" +
-		"send_email (paused)          0          0          0          0          0              0s\n" +
+		"send_email (paused)          0          0          0          0          0       paused 0s\n" +
 		"a                            0          0          0          0          0              0s\n"
 	if out.String() != want {
 		t.Errorf("printStats:\n%s\nwant:\n%s", out.String(), want)
