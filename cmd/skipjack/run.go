@@ -125,7 +125,7 @@ var commands = append([]command{
 	},
 	{
 		name: "bench", synopsis: "[--database-url URL] [--jobs N] [--latency-jobs N] [--concurrency N]",
-		summary: "run a burn-down and a latency run of a throwaway queue on a database\n             (jobs/s, pickup p50/p99); drops the queue's schema at the end",
+		summary:  "run a burn-down and a latency run of a throwaway queue on a database\n             (jobs/s, pickup p50/p99); drops the queue's schema at the end",
 		database: true, noConfig: true, flags: benchFlags, run: bench,
 	},
 }, append(append(jobsCommands, queuesCommands...), migrateCommands...)...)
