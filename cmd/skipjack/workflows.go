@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -138,7 +139,12 @@ func withWorkflows(o options, f func(ctx context.Context, r *workflowReader) err
 	}
 	defer pool.Close()
 	r.db = pool
-	return explainPooler(f(ctx, r))
+	err = f(ctx, r)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		return fmt.Errorf("a workflow table does not exist; apply the migrations first (skipjack migrate): %w", err)
+	}
+	return explainPooler(err)
 }
 
 // errNoWorkflow is the failure of an id that names no workflow.
