@@ -231,6 +231,9 @@ feature_mutants=(
   "maxattempts-ignored-all :: skipjackimpl/enqueueall.go :: s/maxAttempts: maxAttempts,/maxAttempts: maxAttempts*0+int32(q.spec.MaxAttempts),/ :: TestMaxAttemptsRows|TestMaxAttemptsFailsForGood :: ."
   # Issue 44 item 6: skipjack bench drops its throwaway schema, also when interrupted.
   "bench-keeps-schema :: ../cmd/skipjack/bench.go :: s/\"DROP SCHEMA IF EXISTS \"+/\"SELECT 1 -- \"+/ :: TestBench :: ../cmd/skipjack"
+  # skipjack workflows show|list: steps in YAML order, a failed step's error.
+  "cli-workflow-steps-run-order :: ../cmd/skipjack/workflows.go :: s/^\tfor _, st := range w.StepSQLs {$/\tfor _, i := range w.Order {\n\t\tst := w.StepSQLs[i]/ :: TestScripts/workflows_db :: ../cmd/skipjack"
+  "cli-workflow-step-error-dropped :: ../cmd/skipjack/workflows.go :: s/Error: s.Error, After: after/Error: \"\", After: after/ :: TestScripts/workflows_db :: ../cmd/skipjack"
 )
 mutants+=("${feature_mutants[@]}")
 

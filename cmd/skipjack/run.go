@@ -55,6 +55,8 @@ type options struct {
 	state string
 	after int64
 	limit int
+	// workflow: workflows list --name.
+	workflow string
 	// bench: the sizes of skipjack bench.
 	bench benchOptions
 }
@@ -128,7 +130,7 @@ var commands = append([]command{
 		summary:  "run a burn-down and a latency run of a throwaway queue on a database\n             (jobs/s, pickup p50/p99); drops the queue's schema at the end",
 		database: true, noConfig: true, flags: benchFlags, run: bench,
 	},
-}, append(append(jobsCommands, queuesCommands...), migrateCommands...)...)
+}, append(append(append(jobsCommands, workflowsCommands...), queuesCommands...), migrateCommands...)...)
 
 // usage is the CLI's overall usage.
 func usage() string {
@@ -187,7 +189,7 @@ func run(args []string, e env) int {
 		return exitOK
 	}
 	name, rest := args[0], args[1:]
-	if (name == "jobs" || name == "queues") && len(rest) > 0 { // jobs list|show|retry|cancel, queues pause|resume
+	if (name == "jobs" || name == "workflows" || name == "queues") && len(rest) > 0 { // jobs list|show|retry|cancel, workflows list|show, queues pause|resume
 		name, rest = name+" "+rest[0], rest[1:]
 	}
 	if name == "migrate" && migrateSubcommand(rest) { // migrate status|down; plain migrate applies
@@ -201,6 +203,10 @@ func run(args []string, e env) int {
 	}
 	if c == nil && name == "jobs" {
 		fmt.Fprintf(e.stderr, "skipjack jobs: missing subcommand: list, show, retry or cancel\n\n%s", usage())
+		return exitUsage
+	}
+	if c == nil && name == "workflows" {
+		fmt.Fprintf(e.stderr, "skipjack workflows: missing subcommand: list or show\n\n%s", usage())
 		return exitUsage
 	}
 	if c == nil && name == "queues" {

@@ -32,6 +32,14 @@ func TestParseArgs(t *testing.T) {
 		{command: "jobs cancel", args: []string{"q", "0"}, wantErr: `job ID "0" is not a positive integer`},
 		{command: "jobs list", args: []string{"q", "--limit", "0"}, wantErr: "--limit 0 is not between 1 and 1000"},
 		{command: "jobs list", args: []string{"q"}, want: options{file: "skipjack.yaml", queue: "q", limit: 100}},
+		{command: "workflows show", args: []string{"12", "--json"},
+			want: options{file: "skipjack.yaml", ids: []int64{12}, asJSON: true}},
+		{command: "workflows show", args: []string{"12", "13"}, wantErr: `unexpected arguments ["13"]`},
+		{command: "workflows show", args: []string{}, wantErr: "missing workflow ID"},
+		{command: "workflows list", args: []string{"--name", "fulfil_order", "--state", "failed", "--limit", "5"},
+			want: options{file: "skipjack.yaml", workflow: "fulfil_order", state: "failed", limit: 5}},
+		{command: "workflows list", args: []string{"--state", "pending"}, wantErr: `--state "pending" is not one of running, completed, failed`},
+		{command: "workflows list", args: []string{"x"}, wantErr: `unexpected arguments ["x"]`},
 		{command: "generate", args: []string{"--allow-breaking", "-f", "a.yaml"},
 			want: options{file: "a.yaml", allowBreaking: true}},
 		{command: "check", args: []string{"extra"}, wantErr: `unexpected arguments ["extra"]`},
@@ -59,7 +67,7 @@ func TestParseArgs(t *testing.T) {
 			}
 			if o.file != tt.want.file || o.queue != tt.want.queue || !slices.Equal(o.ids, tt.want.ids) || o.state != tt.want.state ||
 				o.after != tt.want.after || o.limit != tt.want.limit || o.asJSON != tt.want.asJSON || o.allowBreaking != tt.want.allowBreaking ||
-				o.listen != tt.want.listen || !slices.Equal(o.allowedHosts, tt.want.allowedHosts) {
+				o.listen != tt.want.listen || !slices.Equal(o.allowedHosts, tt.want.allowedHosts) || o.workflow != tt.want.workflow {
 				t.Errorf("parsed %+v, want %+v", o, tt.want)
 			}
 		})

@@ -11,8 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/skipjack-dev/skipjack/generator"
+	"github.com/skipjack-dev/skipjack/generator/config"
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun"
 	"github.com/skipjack-dev/skipjack/generator/sqlcrun/sqlcchild"
+	"github.com/skipjack-dev/skipjack/runtime/skipjackimpl"
 	"github.com/skipjack-dev/skipjack/runtime/skipjacktest"
 )
 
@@ -46,9 +49,10 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"status": cmdStatus,
-			"newdb":  cmdNewDB,
-			"sql":    cmdSQL,
+			"status":        cmdStatus,
+			"newdb":         cmdNewDB,
+			"sql":           cmdSQL,
+			"startworkflow": cmdStartWorkflow,
 		},
 	})
 }
@@ -117,4 +121,40 @@ func cmdSQL(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("sql %s: %v", stmt, err)
 		}
 	}
+}
+
+// cmdStartWorkflow starts a workflow of skipjack.yaml on $DATABASE_URL
+// with the statement its generated Start runs, every step's payload {}:
+//
+//	startworkflow fulfil_order
+func cmdStartWorkflow(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: startworkflow NAME")
+	}
+	cfg, err := config.Load(ts.MkAbs("skipjack.yaml"))
+	if err != nil {
+		ts.Fatalf("startworkflow: %v", err)
+	}
+	for _, w := range generator.WorkflowSQLs(cfg) {
+		if w.Name != args[0] {
+			continue
+		}
+		spec := &skipjackimpl.WorkflowSpec{Name: w.Name, Workflows: w.Workflows, Steps: w.Steps, Start: w.Start}
+		payloads := make([]any, len(w.Order))
+		for i, j := range w.Order {
+			spec.StepSpecs = append(spec.StepSpecs, skipjackimpl.WorkflowStep{Name: w.StepSQLs[j].Name, Queue: w.StepSQLs[j].Queue, Table: w.StepSQLs[j].Table})
+			payloads[i] = map[string]any{}
+		}
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, ts.Getenv("DATABASE_URL"))
+		if err != nil {
+			ts.Fatalf("startworkflow: %v", err)
+		}
+		defer conn.Close(ctx)
+		if _, err := skipjackimpl.StartWorkflow(ctx, conn, spec, payloads...); err != nil {
+			ts.Fatalf("startworkflow: %v", err)
+		}
+		return
+	}
+	ts.Fatalf("startworkflow: no workflow %q", args[0])
 }
