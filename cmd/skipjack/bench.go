@@ -49,7 +49,6 @@ func bench(o options, e env) error {
 
 // benchResult is what one bench run measured.
 type benchResult struct {
-	schema                string
 	enqueueRate, burnRate float64       // jobs/s
 	burn                  time.Duration // worker start until the last job was acknowledged
 	p50, p99, max         time.Duration // pickup latency

@@ -48,7 +48,7 @@ func downSteps(o *options, args []string) error {
 	case len(args) == 1:
 		n, err := strconv.Atoi(args[0])
 		if err != nil || n < 1 {
-			return fmt.Errorf("N is %q, want a number of migrations, 1 or more", args[0])
+			return fmt.Errorf("the number of migrations to undo is %q, want 1 or more", args[0])
 		}
 		o.steps = n
 	}

@@ -191,7 +191,7 @@ func TestMigrateStatusAndDown(t *testing.T) {
 		t.Errorf("down with nothing applied: %s", stderr)
 	}
 	_, stderr = mustCLI(t, exitUsage, yaml, dbURL, "migrate", "down", "two")
-	if !strings.Contains(stderr, `N is "two"`) {
+	if !strings.Contains(stderr, `the number of migrations to undo is "two"`) {
 		t.Errorf("down two: %s", stderr)
 	}
 }
