@@ -188,8 +188,13 @@ func TestPerKeyFairness(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("quiet job claimed %.1fms after the pause; %d hot jobs claimed after the pause", waitMS, hotAfter)
-			if rounds != 0 {
-				t.Errorf("%d claim rounds took hot jobs after the resume and before the quiet job's, want 0", rounds)
+			// The bound: a busy key delays another key's first job by
+			// at most one claim round. One round that began before the quiet
+			// job was visible may still take the hot key's freed room first
+			// (seen once in 4 processes); a claim that does not pass over
+			// full keys waits for many.
+			if rounds > 1 {
+				t.Errorf("%d claim rounds took hot jobs after the resume and before the quiet job's, want at most 1", rounds)
 			}
 		})
 	}
