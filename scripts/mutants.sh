@@ -5,11 +5,14 @@
 # against it (-race, in the copy's go.work). A mutant is KILLED when they fail and
 # SURVIVED when they pass; a patch that no longer matches is reported as
 # STALE (update it here when the code moves). A kill counts only when a
-# test that failed passes on the unmutated tree in the same run; a mutant
-# whose failing tests fail there too is UNPROVEN (fix the test first).
+# test that failed passes on the unmutated tree in the same run, BASE_COUNT
+# times in a row (default 3: a test that fails on its own now and then is no
+# evidence); a mutant whose failing tests fail there too is UNPROVEN (fix the
+# test first).
 #
 # Usage: scripts/mutants.sh [name-regex]     e.g. scripts/mutants.sh shutdown
 #        FULL=1 scripts/mutants.sh           run the whole runtime suite per mutant
+#        BASE_COUNT=1 scripts/mutants.sh     check a killing test once on the unmutated tree
 # Needs Postgres as the runtime tests do ($DATABASE_URL or 127.0.0.1:5432).
 #
 # Two lists: mutants (the reliability core: leases, heartbeats, shutdown,
@@ -22,6 +25,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 filter=${1:-.}
+base_count=${BASE_COUNT:-3}
 
 # name :: file (under runtime/) :: sed expression :: tests (-run regex) :: package
 mutants=(
@@ -249,12 +253,12 @@ mkdir "$work/base"
 (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/base" && tar -x)
 declare -A baseline
 # passes_unmutated DIR RACE PKG REGEX reports whether the tests that REGEX
-# selects (-run) pass in PKG of the unmutated copy's DIR (relative to
-# runtime/).
+# selects (-run) pass base_count times in a row in PKG of the unmutated
+# copy's DIR (relative to runtime/).
 passes_unmutated() {
   local key="$1 $3 $4"
   if [[ -z ${baseline[$key]:-} ]]; then
-    if (cd "$work/base/runtime/$1" && GOWORK="$work/base/go.work" go test $2 -count=1 -timeout 300s -run "$4" "$3" >"$work/base.out" 2>&1); then
+    if (cd "$work/base/runtime/$1" && GOWORK="$work/base/go.work" go test $2 -count="$base_count" -timeout 600s -run "$4" "$3" >"$work/base.out" 2>&1); then
       baseline[$key]=pass
     else
       baseline[$key]=fail
