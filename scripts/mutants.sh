@@ -244,6 +244,10 @@ mutants+=("${feature_mutants[@]}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 killed=0 survived=0 stale=0 unproven=0
+# The load average at each mutant's start, reported at the end: a kill at
+# load 8+ is the evidence the test gate asks for.
+loads=()
+echo "mutants.sh at $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), BASE_COUNT=$base_count"
 
 # A kill counts only when the tests that failed pass on the unmutated tree
 # in the same run: a test that fails on its own (under load, say) proves
@@ -272,6 +276,7 @@ for m in "${mutants[@]}"; do
   expr=${rest%% :: *}; rest=${rest#* :: }
   tests=${rest%% :: *}; pkg=${rest#* :: }
   [[ $name =~ $filter ]] || continue
+  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
   # A copy of the repository without .git: runtime/ and, for a mutant of
   # another module (package ../dashboard, ../cmd/skipjack), that module.
   rm -rf "$work/repo"
@@ -320,4 +325,8 @@ for m in "${mutants[@]}"; do
   fi
 done
 echo "killed $killed, survived $survived, stale $stale, unproven $unproven"
+if [[ ${#loads[@]} -gt 0 ]]; then
+  sorted=$(printf '%s\n' "${loads[@]}" | sort -g)
+  echo "load average at the mutants' starts: min $(head -1 <<<"$sorted"), median $(sed -n "$(((${#loads[@]} + 1) / 2))p" <<<"$sorted"), max $(tail -1 <<<"$sorted"); finished $(date -u '+%H:%M UTC')"
+fi
 [[ $survived -eq 0 && $stale -eq 0 && $unproven -eq 0 ]]
