@@ -13,6 +13,7 @@ import (
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/keyed"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/paced"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/tenanted"
 )
 
 // The gate3_*_test.go files pin the promises that issue 46's held-out
@@ -70,12 +71,13 @@ func (c *claimClock) count() int {
 }
 
 // variant is one kind of claim the generator renders (unlimited,
-// limits.concurrency, limits.rate, serial.by), seen through its test
-// queue's generated package.
+// limits.concurrency, limits.rate, serial.by, limits.per_key), seen through
+// its test queue's generated package.
 type variant struct {
 	name  string
 	table string
-	// enqueue inserts n jobs (of one serial key on keyed) with opts.
+	// enqueue inserts n jobs (of one serial key on keyed, of one tenant on
+	// tenanted) with opts.
 	enqueue func(ctx context.Context, db *pgxpool.Pool, n int, opts ...skipjack.EnqueueOption) error
 	// worker returns a worker running handle on each job.
 	worker func(pool *pgxpool.Pool, handle func(ctx context.Context, id int64) error, cfg skipjack.WorkerConfig) runner
@@ -85,8 +87,8 @@ type variant struct {
 }
 
 // variants returns the claim variants: demo (unlimited), capped
-// (limits.concurrency 3), paced (limits.rate 50 per 1099ms) and keyed
-// (serial.by account).
+// (limits.concurrency 3), paced (limits.rate 50 per 1099ms), keyed
+// (serial.by account) and tenanted (limits.per_key by tenant, 2 per key).
 func variants() []variant {
 	return []variant{
 		{
@@ -140,6 +142,22 @@ func variants() []variant {
 			},
 			pause: keyed.Pause, resume: keyed.Resume,
 			admin: func(db *pgxpool.Pool) skipjack.QueueAdmin { return keyed.Admin(db) },
+		},
+		{
+			name: "per_key", table: "tenanted",
+			enqueue: func(ctx context.Context, db *pgxpool.Pool, n int, opts ...skipjack.EnqueueOption) error {
+				ps := make([]tenanted.Payload, n)
+				for i := range ps {
+					ps[i] = tenanted.Payload{Tenant: 1, N: int64(i)}
+				}
+				_, err := tenanted.EnqueueMany(ctx, db, ps, opts...)
+				return err
+			},
+			worker: func(pool *pgxpool.Pool, handle func(context.Context, int64) error, cfg skipjack.WorkerConfig) runner {
+				return tenanted.NewWorker(pool, func(ctx context.Context, j *tenanted.Job) error { return handle(ctx, j.ID) }, cfg)
+			},
+			pause: tenanted.Pause, resume: tenanted.Resume,
+			admin: func(db *pgxpool.Pool) skipjack.QueueAdmin { return tenanted.Admin(db) },
 		},
 	}
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // TestGate3PauseHoldsEveryClaimVariant checks Pause and Resume on every
-// claim variant (unlimited, limits.concurrency, limits.rate, serial.by)
-// through both Resume paths (the generated function and QueueAdmin's):
+// claim variant (unlimited, limits.concurrency, limits.rate, serial.by,
+// limits.per_key) through both Resume paths (the generated function and
+// QueueAdmin's):
 // jobs enqueued while the queue is paused are not claimed by a claim that
 // certainly read them (it started after their enqueue committed, woken by
 // its notification), and Resume wakes the worker, whose poll interval is
