@@ -13,6 +13,9 @@
 # Usage: scripts/mutants.sh [name-regex]     e.g. scripts/mutants.sh shutdown
 #        FULL=1 scripts/mutants.sh           run the whole runtime suite per mutant
 #        BASE_COUNT=1 scripts/mutants.sh     check a killing test once on the unmutated tree
+#        RACE=0 scripts/mutants.sh           build without the race detector: faster on a
+#                                            loaded machine; no mutant here is one only the
+#                                            race detector could catch
 # Needs Postgres as the runtime tests do ($DATABASE_URL or 127.0.0.1:5432).
 #
 # Two lists: mutants (the reliability core: leases, heartbeats, shutdown,
@@ -249,7 +252,7 @@ killed=0 survived=0 stale=0 unproven=0
 # The load average at each mutant's start, reported at the end: a kill at
 # load 8+ is the evidence the test gate asks for.
 loads=()
-echo "mutants.sh at $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), BASE_COUNT=$base_count"
+echo "mutants.sh at $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), BASE_COUNT=$base_count RACE=${RACE:-1}"
 
 # A kill counts only when the tests that failed pass on the unmutated tree
 # in the same run: a test that fails on its own (under load, say) proves
@@ -285,6 +288,7 @@ for m in "${mutants[@]}"; do
   mkdir "$work/repo"
   (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
   dir=$work/repo/runtime race=-race reldir=.
+  [[ ${RACE:-1} == 0 ]] && race=
   if [[ $pkg == ../* ]]; then
     dir=$work/repo/runtime/$pkg reldir=$pkg pkg=.
     # The CLI links sqlc, whose parser a race build recompiles (test.sh
