@@ -43,6 +43,8 @@ type WorkflowStep struct {
 	// Queue is its queue's name, and Table the queue's table, quoted and
 	// schema-qualified.
 	Queue, Table string
+	// After are the steps it runs after, as declared.
+	After []string
 	// Cancel is the queue package's Cancel.
 	Cancel func(ctx context.Context, db DBTX, ids ...int64) (int64, error)
 	// MaxPayloadBytes is the queue's max_payload_bytes (0: no cap).
