@@ -198,5 +198,5 @@ func (g *gen) workflowSettings(q *config.Queue, t schema.Table) []setting {
 	if !slices.Contains(workflowQueues(g.cfg), q.Name) {
 		return nil
 	}
-	return []setting{{"Workflow", fmt.Sprintf("&skipjackimpl.WorkflowTables{Steps: %s, Table: %s}", strconv.Quote(schema.Steps(g.cfg.Schema)), strconv.Quote(t.QualifiedName()))}}
+	return []setting{{"Workflow", fmt.Sprintf("&skipjackimpl.WorkflowTables{Workflows: %s, Steps: %s, Table: %s}", strconv.Quote(schema.Workflows(g.cfg.Schema)), strconv.Quote(schema.Steps(g.cfg.Schema)), strconv.Quote(t.QualifiedName()))}}
 }

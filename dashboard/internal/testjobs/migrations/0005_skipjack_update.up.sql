@@ -29,12 +29,17 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workflow_steps" (
     UNIQUE ("queue", "job_id")
 );
 
+-- The prune of finished workflows (runtime maintenance) looks up the
+-- steps of a queue that finished before a time.
+CREATE INDEX IF NOT EXISTS "_skipjack_workflow_steps_finished_idx" ON "skipjack"."_skipjack_workflow_steps" ("queue", "finished_at") WHERE "finished_at" IS NOT NULL;
+
 CREATE OR REPLACE FUNCTION "skipjack"."_skipjack_workflow_step"() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     j record;
     st record;
     d record;
     outcome text;
+    rearmed bigint;
 BEGIN
     IF TG_OP = 'DELETE' THEN
         -- Only an ack deletes a running job.
@@ -67,10 +72,16 @@ BEGIN
         -- that still wait and run anyway count it again.
         FOR d IN SELECT * FROM "skipjack"."_skipjack_workflow_steps" WHERE "workflow_id" = st."workflow_id" AND st."step" = ANY("after") ORDER BY "step" FOR UPDATE LOOP
             IF d."state" = 'failed' AND d."cancelled_by" = st."step" THEN
-                UPDATE "skipjack"."_skipjack_workflow_steps" AS s SET "state" = 'waiting', "error" = NULL, "cancelled_by" = NULL, "finished_at" = NULL,
-                    "waiting" = (SELECT count(*) FROM "skipjack"."_skipjack_workflow_steps" AS u WHERE u."workflow_id" = s."workflow_id" AND u."step" = ANY(s."after") AND u."state" <> 'completed')
-                WHERE s."workflow_id" = d."workflow_id" AND s."step" = d."step";
+                -- Only a step whose job is still stored (not pruned by its
+                -- queue's retention, not deleted) waits again; any other
+                -- stays cancelled, so that no step waits without a job.
                 EXECUTE format('UPDATE %I.%I SET "state" = ''pending'', "run_at" = ''infinity'', "finished_at" = NULL, "cancel_requested" = false WHERE "id" = $1 AND "state" = ''failed''', TG_TABLE_SCHEMA, d."queue") USING d."job_id";
+                GET DIAGNOSTICS rearmed = ROW_COUNT;
+                IF rearmed > 0 THEN
+                    UPDATE "skipjack"."_skipjack_workflow_steps" AS s SET "state" = 'waiting', "error" = NULL, "cancelled_by" = NULL, "finished_at" = NULL,
+                        "waiting" = (SELECT count(*) FROM "skipjack"."_skipjack_workflow_steps" AS u WHERE u."workflow_id" = s."workflow_id" AND u."step" = ANY(s."after") AND u."state" <> 'completed')
+                    WHERE s."workflow_id" = d."workflow_id" AND s."step" = d."step";
+                END IF;
             ELSIF d."state" = 'waiting' AND d."run_on_failure" THEN
                 UPDATE "skipjack"."_skipjack_workflow_steps" SET "waiting" = "waiting" + 1 WHERE "workflow_id" = d."workflow_id" AND "step" = d."step";
             END IF;

@@ -39,8 +39,8 @@ type (
 var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.wf_arm", MaxAttempts: 25,
 	BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Timeout: time.Minute, Lease: 2 * time.Second,
-	RetainFailed: 720 * time.Hour,
-	Workflow:     &skipjackimpl.WorkflowTables{Steps: "\"skipjack\".\"_skipjack_workflow_steps\"", Table: "\"skipjack\".\"wf_arm\""},
+	RetainCompleted: time.Second, RetainFailed: time.Hour,
+	Workflow: &skipjackimpl.WorkflowTables{Workflows: "\"skipjack\".\"_skipjack_workflows\"", Steps: "\"skipjack\".\"_skipjack_workflow_steps\"", Table: "\"skipjack\".\"wf_arm\""},
 }
 
 // queue runs this package's functions on the queue's sqlc queries.

@@ -39,8 +39,8 @@ type (
 var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.wf_edge", MaxAttempts: 25,
 	BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Timeout: time.Minute, Lease: 2 * time.Second,
-	RetainFailed: 720 * time.Hour,
-	Workflow:     &skipjackimpl.WorkflowTables{Steps: "\"skipjack\".\"_skipjack_workflow_steps\"", Table: "\"skipjack\".\"wf_edge\""},
+	RetainCompleted: time.Second, RetainFailed: time.Second,
+	Workflow: &skipjackimpl.WorkflowTables{Workflows: "\"skipjack\".\"_skipjack_workflows\"", Steps: "\"skipjack\".\"_skipjack_workflow_steps\"", Table: "\"skipjack\".\"wf_edge\""},
 }
 
 // queue runs this package's functions on the queue's sqlc queries.

@@ -192,7 +192,8 @@ WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims
     FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::integer[]) AS claim) AS x
 ), completed AS (
-    DELETE FROM "skipjack"."wf_arm" AS t
+    UPDATE "skipjack"."wf_arm" AS t
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
     WHERE t."id" = ANY($1::bigint[])
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
       AND t."state" = 'running' AND NOT t."cancel_requested"
@@ -284,7 +285,8 @@ func (q *Queries) CompleteInto(ctx context.Context, dst []CompleteRow, ids []int
 
 const completeOne = `-- name: CompleteOne :execrows
 WITH done AS (
-    DELETE FROM "skipjack"."wf_arm"
+    UPDATE "skipjack"."wf_arm"
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
     WHERE "id" = $1 AND "claim" = $2 AND "state" = 'running' AND NOT "cancel_requested"
     RETURNING "id"
 )

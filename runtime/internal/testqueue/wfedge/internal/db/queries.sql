@@ -96,7 +96,8 @@ WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims
     FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS x
 ), completed AS (
-    DELETE FROM "skipjack"."wf_edge" AS t
+    UPDATE "skipjack"."wf_edge" AS t
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
     WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
       AND t."state" = 'running' AND NOT t."cancel_requested"
@@ -136,7 +137,8 @@ SELECT "id", now()::timestamptz AS at FROM cancelled;
 -- name: CompleteOne :execrows
 -- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job.
 WITH done AS (
-    DELETE FROM "skipjack"."wf_edge"
+    UPDATE "skipjack"."wf_edge"
+    SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
     WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running' AND NOT "cancel_requested"
     RETURNING "id"
 )
