@@ -41,6 +41,7 @@ type options struct {
 	tunedConcurrency int
 	tunedBatch       int
 	skipjackConns    int32
+	workflows        int
 	noMain           bool
 	bloat            []int
 	snapshot         time.Duration
@@ -127,6 +128,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.idle, "idle", 0, "experiment: idle cost of this many skipjack workers (default WorkerConfig) in one process with no jobs, and of one River client with as many queues, e.g. 50")
 	fs.DurationVar(&o.idleFor, "idle-for", 30*time.Second, "idle experiment: measured duration (after a 5s settle)")
 	insert := fs.String("insert", "", "experiment: one bulk insert call of N jobs for each N given, skipjack's EnqueueMany (COPY) and EnqueueAll beside River's InsertMany and InsertManyFast, e.g. 1,100,10000")
+	fs.IntVar(&o.workflows, "workflows", 0, "experiment: burn-down of this many steps as plain jobs, 3-step chains and 10-wide fan-out/fan-in workflows (and plain jobs with the schema's workflow objects dropped), interleaved, e.g. 6000")
 	fs.IntVar(&o.heap, "heap", 0, "experiment: Go heap per in-flight job of one worker at this Concurrency (MaxWorkers for River) with handlers blocked, e.g. 1000")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of this process to this file when the run ends")
@@ -154,7 +156,7 @@ func parseFlags(args []string) (options, error) {
 	if o.smoke {
 		o.runs, o.jobs, o.latency, o.warmup = 1, 2_000, 2*time.Second, 500*time.Millisecond
 		o.bloat, o.procs, o.snapshot, o.notify = nil, nil, 0, 0
-		o.idle, o.heap, o.insert = 0, 0, nil
+		o.idle, o.heap, o.insert, o.workflows = 0, 0, nil, 0
 	}
 	if o.idle < 0 || o.heap < 0 || o.idleFor <= 0 {
 		return o, errors.New("-idle and -heap must not be negative, -idle-for must be positive")
@@ -317,6 +319,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.heap > 0 {
 		if err := b.heapPerJob(ctx); err != nil {
 			failed = append(failed, "heap: "+err.Error())
+		}
+	}
+	if o.workflows > 0 {
+		if err := b.workflowThroughput(ctx); err != nil {
+			failed = append(failed, "workflows: "+err.Error())
 		}
 	}
 	if len(o.insert) > 0 {

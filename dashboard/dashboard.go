@@ -33,6 +33,10 @@ type Config struct {
 	// Queues are the queues to show, in this order: the Admin view of each
 	// generated queue package (sendemail.Admin(pool)). Names must be unique.
 	Queues []skipjack.QueueAdmin
+	// Workflows are the workflows to show under /workflows: the Admin
+	// view of each generated workflow package (fulfilorder.Admin(pool)).
+	// Names must be unique. Default none: no Workflows page.
+	Workflows []skipjack.WorkflowAdmin
 	// Actions enables retry, cancel and delete (of jobs, a page or a
 	// selection of jobs; retry also of a failure group) and pause and
 	// resume (of a queue). Off by default: the dashboard then only reads,
@@ -82,6 +86,7 @@ type Handler struct {
 	cfg     Config
 	queues  map[string]skipjack.QueueAdmin
 	names   []string
+	flows   []skipjack.WorkflowAdmin
 	log     *slog.Logger
 	tokens  tokenSigner
 	origins *http.CrossOriginProtection
@@ -116,6 +121,17 @@ func New(cfg Config) (*Handler, error) {
 		}
 		h.queues[name] = q
 		h.names = append(h.names, name)
+	}
+	seen := make(map[string]bool, len(cfg.Workflows))
+	for i, wf := range cfg.Workflows {
+		if wf == nil {
+			return nil, fmt.Errorf("dashboard: workflow %d is nil", i)
+		}
+		if seen[wf.Name()] {
+			return nil, fmt.Errorf("dashboard: workflow %q is listed twice", wf.Name())
+		}
+		seen[wf.Name()] = true
+		h.flows = append(h.flows, wf)
 	}
 	if h.cfg.Title == "" {
 		h.cfg.Title = defaultTitle
@@ -177,6 +193,8 @@ func New(cfg Config) (*Handler, error) {
 //	/queues/{queue}/resume          the same to resume it
 //	/queues/{queue}/failures        failed jobs grouped by error
 //	/queues/{queue}/failures/retry?error=  GET: confirmation; POST: retry the group
+//	/workflows                      workflows, newest first (?name=, ?state=, ?before=, ?after=)
+//	/workflows/{id}                 one workflow: its steps as a graph and a table
 //	/assets/{file}                  the embedded style sheet and script
 //
 // A request whose Host the dashboard does not answer (see
@@ -211,6 +229,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case len(seg) >= 2 && seg[0] == "queues":
 		h.routeQueue(w, r, seg)
+	case len(seg) <= 2 && seg[0] == "workflows" && len(h.flows) > 0:
+		h.routeWorkflows(w, r, seg)
 	default:
 		h.notFound(w, r, seg, "No such page.")
 	}

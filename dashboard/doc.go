@@ -31,6 +31,9 @@
 // changes jobs only through the admin view every generated queue package
 // returns from its Admin function ([skipjack.QueueAdmin]): no SQL is ever
 // built from a request, and every list is bounded by a page size.
+// Workflows (Config.Workflows, each generated workflow package's Admin,
+// [skipjack.WorkflowAdmin]) get a list page and a page per workflow that
+// draws its steps as a graph.
 //
 // Mount it under any prefix, behind your own authentication:
 //

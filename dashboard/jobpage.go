@@ -34,6 +34,11 @@ type jobData struct {
 	Payload string
 	Timings []timing
 	Actions []actionLink
+	// WorkflowID is the workflow the job is a step of (0 for none),
+	// WorkflowURL its page, and WorkflowErr why it could not be read.
+	WorkflowID  int64
+	WorkflowURL string
+	WorkflowErr string
 }
 
 // jobPage serves one job.
@@ -47,6 +52,15 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request, seg []string, 
 	now := h.now()
 	base := baseOf(seg)
 	d := jobData{Queue: q.Name(), Rec: rec, State: displayState(rec, now), Payload: prettyJSON(rec.Payload), Timings: timings(rec, now)}
+	if len(h.flows) > 0 {
+		wf, err := h.jobWorkflow(ctx, d.Queue, id)
+		switch {
+		case err != nil:
+			d.WorkflowErr = h.failed(ctx, "workflow of job", d.Queue, err)
+		case wf != 0:
+			d.WorkflowID, d.WorkflowURL = wf, base+workflowPath(wf)
+		}
+	}
 	if h.cfg.Actions {
 		for _, name := range actionOrder {
 			if a := actions[name]; a.offered(q) && a.applies(rec, now) {

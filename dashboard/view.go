@@ -48,7 +48,7 @@ var assetVersion = func() string {
 }()
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "confirmgroup", "confirmqueue", "failures", "error"}
+var pageNames = []string{"overview", "queue", "job", "confirm", "confirmmany", "confirmgroup", "confirmqueue", "failures", "workflows", "workflow", "error"}
 
 // views holds the parsed page templates.
 type views struct {
@@ -104,6 +104,9 @@ type page struct {
 	Assets    string
 	RefreshMS int64
 	Actions   bool
+	// Workflows says whether the dashboard shows workflows (the header
+	// then links to them).
+	Workflows bool
 	Crumbs    []crumb
 	Now       time.Time
 	Flash     *flash
@@ -114,7 +117,7 @@ type page struct {
 func (h *Handler) newPage(seg []string, heading string, now time.Time) *page {
 	p := &page{
 		Title: h.cfg.Title, Heading: heading, Base: baseOf(seg), Assets: assetVersion,
-		Actions: h.cfg.Actions, Now: now,
+		Actions: h.cfg.Actions, Workflows: len(h.flows) > 0, Now: now,
 	}
 	if h.cfg.RefreshInterval > 0 {
 		p.RefreshMS = h.cfg.RefreshInterval.Milliseconds()

@@ -80,7 +80,7 @@ func workflowSteps(schemaName string, last *state, want state, prev map[string]s
 
 // workflowFile builds the template model of wf's workflow.go.
 func (g *gen) workflowFile(wf *config.Workflow, tables map[string]schema.Table) templates.WorkflowFile {
-	im := newImports("Name", "DBTX", "Steps", "StepOutputs", "spec", "Start", "Get", "Cancel", "Outputs")
+	im := newImports("Name", "DBTX", "Steps", "StepOutputs", "spec", "Start", "Get", "Cancel", "Admin", "Outputs")
 	im.use("context", "context")
 	im.taken["skipjack"] = true
 	im.useNamed(runtimeImport, "skipjack")
@@ -104,6 +104,7 @@ func (g *gen) workflowFile(wf *config.Workflow, tables map[string]schema.Table) 
 			Pkg:             im.use(path.Join(g.outImport, q.Package), q.Package),
 			Table:           strconv.Quote(tables[st.Queue].QualifiedName()),
 			After:           strings.Join(st.After, " and "),
+			AfterList:       goStrings(st.After),
 			MaxPayloadBytes: q.MaxPayloadBytes,
 		}
 		f.Steps = append(f.Steps, s)
@@ -114,6 +115,18 @@ func (g *gen) workflowFile(wf *config.Workflow, tables map[string]schema.Table) 
 	f.Start = "`" + startSQL(g.cfg.Schema, wf, topoSteps(wf.Steps), tables) + "`"
 	f.StdImports, f.OtherImports = im.split()
 	return f
+}
+
+// goStrings returns the Go literal of a []string, or "" when it is empty.
+func goStrings(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[]string{" + strings.Join(q, ", ") + "}"
 }
 
 // topoSteps returns steps ordered so that every step comes after the
@@ -185,5 +198,5 @@ func (g *gen) workflowSettings(q *config.Queue, t schema.Table) []setting {
 	if !slices.Contains(workflowQueues(g.cfg), q.Name) {
 		return nil
 	}
-	return []setting{{"Workflow", fmt.Sprintf("&skipjackimpl.WorkflowTables{Steps: %s, Table: %s}", strconv.Quote(schema.Steps(g.cfg.Schema)), strconv.Quote(t.QualifiedName()))}}
+	return []setting{{"Workflow", fmt.Sprintf("&skipjackimpl.WorkflowTables{Workflows: %s, Steps: %s, Table: %s}", strconv.Quote(schema.Workflows(g.cfg.Schema)), strconv.Quote(schema.Steps(g.cfg.Schema)), strconv.Quote(t.QualifiedName()))}}
 }

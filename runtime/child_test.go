@@ -60,6 +60,8 @@ func runChild(mode string) int {
 		err = runPaced(ctx, pool) // frozen_test.go
 	case "tenanted":
 		err = runTenanted(ctx, pool) // perkey_test.go
+	case "diamond":
+		err = runDiamond(ctx, pool) // workflowkill_test.go
 	case "bigclaim":
 		err = runBigClaim(ctx, pool) // frozen_test.go
 	case "burn":

@@ -50,7 +50,8 @@ func Steps(schema string) string { return QuoteIdent(schema) + "." + QuoteIdent(
 func CreateWorkflows(schema string) string {
 	r := strings.NewReplacer("WORKFLOWS", Workflows(schema), "STEPS", Steps(schema),
 		"STEPFUNC", QuoteIdent(schema)+"."+QuoteIdent(workflowStepFunc),
-		"HOLDFUNC", QuoteIdent(schema)+"."+QuoteIdent(workflowHoldFunc))
+		"HOLDFUNC", QuoteIdent(schema)+"."+QuoteIdent(workflowHoldFunc),
+		"FINISHEDIDX", QuoteIdent(StepsTable+"_finished_idx"))
 	return r.Replace(workflowsDDL)
 }
 
@@ -119,12 +120,17 @@ CREATE TABLE IF NOT EXISTS STEPS (
     UNIQUE ("queue", "job_id")
 );
 
+-- The prune of finished workflows (runtime maintenance) looks up the
+-- steps of a queue that finished before a time.
+CREATE INDEX IF NOT EXISTS FINISHEDIDX ON STEPS ("queue", "finished_at") WHERE "finished_at" IS NOT NULL;
+
 CREATE OR REPLACE FUNCTION STEPFUNC() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     j record;
     st record;
     d record;
     outcome text;
+    rearmed bigint;
 BEGIN
     IF TG_OP = 'DELETE' THEN
         -- Only an ack deletes a running job.
@@ -157,10 +163,16 @@ BEGIN
         -- that still wait and run anyway count it again.
         FOR d IN SELECT * FROM STEPS WHERE "workflow_id" = st."workflow_id" AND st."step" = ANY("after") ORDER BY "step" FOR UPDATE LOOP
             IF d."state" = 'failed' AND d."cancelled_by" = st."step" THEN
-                UPDATE STEPS AS s SET "state" = 'waiting', "error" = NULL, "cancelled_by" = NULL, "finished_at" = NULL,
-                    "waiting" = (SELECT count(*) FROM STEPS AS u WHERE u."workflow_id" = s."workflow_id" AND u."step" = ANY(s."after") AND u."state" <> 'completed')
-                WHERE s."workflow_id" = d."workflow_id" AND s."step" = d."step";
+                -- Only a step whose job is still stored (not pruned by its
+                -- queue's retention, not deleted) waits again; any other
+                -- stays cancelled, so that no step waits without a job.
                 EXECUTE format('UPDATE %I.%I SET "state" = ''pending'', "run_at" = ''infinity'', "finished_at" = NULL, "cancel_requested" = false WHERE "id" = $1 AND "state" = ''failed''', TG_TABLE_SCHEMA, d."queue") USING d."job_id";
+                GET DIAGNOSTICS rearmed = ROW_COUNT;
+                IF rearmed > 0 THEN
+                    UPDATE STEPS AS s SET "state" = 'waiting', "error" = NULL, "cancelled_by" = NULL, "finished_at" = NULL,
+                        "waiting" = (SELECT count(*) FROM STEPS AS u WHERE u."workflow_id" = s."workflow_id" AND u."step" = ANY(s."after") AND u."state" <> 'completed')
+                    WHERE s."workflow_id" = d."workflow_id" AND s."step" = d."step";
+                END IF;
             ELSIF d."state" = 'waiting' AND d."run_on_failure" THEN
                 UPDATE STEPS SET "waiting" = "waiting" + 1 WHERE "workflow_id" = d."workflow_id" AND "step" = d."step";
             END IF;

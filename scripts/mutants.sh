@@ -24,6 +24,13 @@
 # retention, the dashboard's actions, the CLI's outputs), which may also
 # patch another module: its file and package then start with ../ (e.g.
 # ../dashboard/actions.go and ../dashboard), and its tests run there.
+#
+# A third list, golden_mutants, patches the generator (a file under the
+# repository's root, such as schema/workflow.go, whose SQL the generator
+# writes into migrations): a mutant of it would fail TestGolden's
+# comparison whatever the behaviour, so each one is built into a skipjack
+# binary that generates the golden/workflows case into a temporary module,
+# and only the case's own Postgres tests (workflows_test.go.txt) run there.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -243,6 +250,29 @@ feature_mutants=(
   # skipjack workflows show|list: steps in YAML order, a failed step's error.
   "cli-workflow-steps-run-order :: ../cmd/skipjack/workflows.go :: s/^\tfor _, st := range w.StepSQLs {$/\tfor _, i := range w.Order {\n\t\tst := w.StepSQLs[i]/ :: TestScripts/workflows_db :: ../cmd/skipjack"
   "cli-workflow-step-error-dropped :: ../cmd/skipjack/workflows.go :: s/Error: s.Error, After: after/Error: \"\", After: after/ :: TestScripts/workflows_db :: ../cmd/skipjack"
+  # Issue 45: workflows in worker processes, retention, the dashboard's
+  # workflow pages. The trigger SQL is patched in the test schema's
+  # generated migration (runtime/internal/testqueue/migrate.go).
+  "workflow-waiting-steps-due-at-start :: internal/testqueue/diamond/workflow.go :: s/'infinity'::timestamptz/now()/ :: TestWorkflowDiamondsSurviveSIGKILL :: ."
+  "workflow-failure-releases-testqueue :: internal/testqueue/migrate.go :: s/IF outcome = 'completed' OR d.\"run_on_failure\" THEN/IF true THEN/ :: TestWorkflowRetention :: ."
+  "workflow-rearm-without-job :: internal/testqueue/migrate.go :: s/IF rearmed > 0 THEN/IF true THEN/ :: TestWorkflowRetention :: ."
+  "workflow-prune-running :: skipjackimpl/workflow.go :: s/(o.\"finished_at\" IS NULL OR o.\"finished_at\"/(false AND o.\"finished_at\"/ :: TestWorkflowRetention :: ."
+  "workflow-never-pruned :: skipjackimpl/maintain.go :: s/if m.spec.Workflow == nil || m.db == nil {/if true {/ :: TestWorkflowRetention :: ."
+  "dashboard-workflow-edges-reversed :: ../dashboard/workflowgraph.go :: s/From: a, To: st.Name/From: st.Name, To: a/ :: TestPostgresWorkflowPages :: ../dashboard"
+  "dashboard-job-workflow-unlinked :: ../dashboard/workflows.go :: s/if err != nil || wf != 0 {/if err != nil || wf == 0 {/ :: TestPostgresWorkflowPages :: ../dashboard"
+  "dashboard-workflows-oldest-first :: ../dashboard/workflows.go :: s/return cmp.Compare(b.ID, a.ID)/return cmp.Compare(a.ID, b.ID)/ :: TestPostgresWorkflowPages :: ../dashboard"
+)
+
+# name :: file (under the repository's root) :: sed expression :: tests of
+# golden/workflows/workflows_test.go.txt (-run regex)
+golden_mutants=(
+  "fanin-counter-unlocked :: schema/workflow.go :: s/AND \"state\" = 'waiting' ORDER BY \"step\" FOR UPDATE LOOP/AND \"state\" = 'waiting' LOOP/ :: TestFanInSimultaneousParents"
+  "failure-policy-releases :: schema/workflow.go :: s/IF outcome = 'completed' OR d.\"run_on_failure\" THEN/IF true THEN/ :: TestUpstreamFailureCancelsTransitively"
+  "run-policy-ignored :: schema/workflow.go :: s/IF outcome = 'completed' OR d.\"run_on_failure\" THEN/IF outcome = 'completed' THEN/ :: TestUpstreamFailureCancelsTransitively"
+  "retry-does-not-rearm :: schema/workflow.go :: s/IF d.\"state\" = 'failed' AND d.\"cancelled_by\" = st.\"step\" THEN/IF false THEN/ :: TestRetryRearmsDownstream"
+  "waiting-step-not-held :: schema/workflow.go :: s/NEW.\"run_at\" := OLD.\"run_at\";/NULL;/ :: TestCancelWorkflow"
+  "output-read-nil :: runtime/skipjackimpl/workflow.go :: s/^\tif b == nil {$/\tif true {/ :: TestOutputsRoundTrip"
+  "output-not-written :: runtime/skipjackimpl/workflow.go :: s/^\tif wt == nil || output == nil {$/\tif true {/ :: TestOutputsRoundTrip"
 )
 mutants+=("${feature_mutants[@]}")
 
@@ -328,6 +358,68 @@ for m in "${mutants[@]}"; do
       printf '%-40s UNPROVEN (failed only in tests that fail on the unmutated tree too: %s)\n' "$name" "${by:-$tests}"
       unproven=$((unproven + 1))
     fi
+  fi
+done
+
+# golden_case TREE OUT generates golden/workflows with the skipjack built
+# from TREE into the module OUT, which requires TREE's runtime.
+golden_case() {
+  rm -rf "$2"
+  mkdir "$2"
+  (cd "$1" && go build -o "$2/skipjack.bin" ./cmd/skipjack)
+  cp "$1/golden/workflows/skipjack.yaml" "$2/"
+  cp "$1/golden/workflows/workflows_test.go.txt" "$2/workflows_test.go"
+  cat >"$2/go.mod" <<MOD
+module example.com/golden/workflows
+
+go 1.26
+
+require (
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/skipjack-dev/skipjack/runtime v0.0.0
+)
+
+replace github.com/skipjack-dev/skipjack/runtime => $1/runtime
+MOD
+  (cd "$2" && ./skipjack.bin generate >/dev/null && rm skipjack.bin && GOWORK=off go mod tidy >/dev/null 2>&1)
+}
+declare -A golden_baseline
+for m in "${golden_mutants[@]}"; do
+  name=${m%% :: *}; rest=${m#* :: }
+  file=${rest%% :: *}; rest=${rest#* :: }
+  expr=${rest%% :: *}; tests=${rest#* :: }
+  [[ $name =~ $filter ]] || continue
+  rm -rf "$work/repo"
+  mkdir "$work/repo"
+  (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
+  sed -i -e "$expr" "$work/repo/$file"
+  if cmp -s "$root/$file" "$work/repo/$file"; then
+    printf '%-40s STALE (patch matched nothing in %s)\n' "$name" "$file"
+    stale=$((stale + 1))
+    continue
+  fi
+  golden_case "$work/repo" "$work/mod"
+  if (cd "$work/mod" && GOWORK=off go test -count=1 -timeout 600s -run "$tests" . >"$work/out" 2>&1); then
+    printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
+    survived=$((survived + 1))
+    continue
+  fi
+  # As above: the kill counts only if the same tests pass on the case
+  # generated by the unmutated tree.
+  if [[ -z ${golden_baseline[$tests]:-} ]]; then
+    [[ -d $work/basemod ]] || golden_case "$work/base" "$work/basemod"
+    if (cd "$work/basemod" && GOWORK=off go test -count=1 -timeout 600s -run "$tests" . >"$work/base.out" 2>&1); then
+      golden_baseline[$tests]=pass
+    else
+      golden_baseline[$tests]=fail
+    fi
+  fi
+  if [[ ${golden_baseline[$tests]} == pass ]]; then
+    printf '%-40s killed by %s\n' "$name" "$(grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ')"
+    killed=$((killed + 1))
+  else
+    printf '%-40s UNPROVEN (%s fail on the unmutated case too)\n' "$name" "$tests"
+    unproven=$((unproven + 1))
   fi
 done
 echo "killed $killed, survived $survived, stale $stale, unproven $unproven"

@@ -132,6 +132,9 @@ type WorkflowStep struct {
 	Queue, Pkg, Table string
 	// After is what the step runs after, for its doc comment ("" for none).
 	After string
+	// AfterList is the Go literal of the steps it runs after
+	// ([]string{"a", "b"}), "" for none.
+	AfterList string
 	// MaxPayloadBytes is the queue's max_payload_bytes.
 	MaxPayloadBytes int
 }

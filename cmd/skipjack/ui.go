@@ -91,10 +91,11 @@ func serveUI(ctx context.Context, o options, e env) error {
 		queues[i] = a
 	}
 	h, err := dashboard.New(dashboard.Config{
-		Queues:  queues,
-		Actions: o.actions,
-		Title:   cfg.Name,
-		Logger:  slog.New(slog.NewTextHandler(e.stderr, nil)),
+		Queues:    queues,
+		Workflows: workflowAdmins(cfg, pool),
+		Actions:   o.actions,
+		Title:     cfg.Name,
+		Logger:    slog.New(slog.NewTextHandler(e.stderr, nil)),
 		// Besides IP addresses and localhost, which it always answers.
 		AllowedHosts: append(listenName(o.listen, ln.Addr()), o.allowedHosts...),
 	})

@@ -165,12 +165,7 @@ func (r *workflowReader) get(ctx context.Context, id int64) (*workflowJSON, erro
 	if w == nil {
 		return nil, fmt.Errorf("workflow %d is a %s, which the YAML does not declare", id, name)
 	}
-	spec := &skipjackimpl.WorkflowSpec{Name: w.Name, Workflows: w.Workflows, Steps: w.Steps, Start: w.Start}
-	for _, i := range w.Order {
-		st := w.StepSQLs[i]
-		spec.StepSpecs = append(spec.StepSpecs, skipjackimpl.WorkflowStep{Name: st.Name, Queue: st.Queue, Table: st.Table})
-	}
-	rec, err := skipjackimpl.GetWorkflow(ctx, r.db, spec, id)
+	rec, err := skipjackimpl.NewWorkflowAdmin(r.db, workflowSpec(w)).Get(ctx, id)
 	if errors.Is(err, skipjack.ErrWorkflowNotFound) {
 		return nil, errNoWorkflow(id) // deleted since
 	}
@@ -189,26 +184,40 @@ func (r *workflowReader) get(ctx context.Context, id int64) (*workflowJSON, erro
 	return out, nil
 }
 
-// list returns the ids of the newest workflows of o's selection. A
-// workflow is running while a step has not finished, failed once all
-// have and one failed, completed otherwise, as GetWorkflow decides.
+// list returns the ids of the newest workflows of o's selection, with
+// the runtime's ListWorkflows (what the dashboard lists them with).
 func (r *workflowReader) list(ctx context.Context, o options) ([]int64, error) {
-	rows, err := r.db.Query(ctx, `SELECT w."id" FROM `+r.table+` AS w
-CROSS JOIN LATERAL (
-    SELECT bool_or(s."state" IN ('waiting', 'ready')) AS unfinished, bool_or(s."state" = 'failed') AS failed
-    FROM `+r.steps+` AS s WHERE s."workflow_id" = w."id"
-) AS s
-WHERE ($1 = '' OR w."name" = $1)
-  AND ($2 = '' OR $2 = CASE WHEN coalesce(s.unfinished, false) THEN 'running' WHEN coalesce(s.failed, false) THEN 'failed' ELSE 'completed' END)
-ORDER BY w."id" DESC LIMIT $3`, o.workflow, o.state, o.limit)
+	ws, err := skipjackimpl.ListWorkflows(ctx, r.db, r.table, r.steps, o.workflow, skipjack.WorkflowListParams{State: o.state, Limit: o.limit})
 	if err != nil {
-		return nil, fmt.Errorf("list workflows: %w", err)
+		return nil, err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("list workflows: %w", err)
+	ids := make([]int64, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
 	}
 	return ids, nil
+}
+
+// workflowSpec returns the runtime's description of w, as its generated
+// package declares it (without the queues' Cancel, which only Cancel uses).
+func workflowSpec(w *generator.WorkflowSQL) *skipjackimpl.WorkflowSpec {
+	spec := &skipjackimpl.WorkflowSpec{Name: w.Name, Workflows: w.Workflows, Steps: w.Steps, Start: w.Start}
+	for _, i := range w.Order {
+		st := w.StepSQLs[i]
+		spec.StepSpecs = append(spec.StepSpecs, skipjackimpl.WorkflowStep{Name: st.Name, Queue: st.Queue, Table: st.Table, After: st.After})
+	}
+	return spec
+}
+
+// workflowAdmins returns the operations view of each workflow of cfg on
+// db, in YAML order, for the dashboard that ui serves.
+func workflowAdmins(cfg *config.Config, db skipjackimpl.DBTX) []skipjack.WorkflowAdmin {
+	sqls := generator.WorkflowSQLs(cfg)
+	out := make([]skipjack.WorkflowAdmin, len(sqls))
+	for i := range sqls {
+		out[i] = skipjackimpl.NewWorkflowAdmin(db, workflowSpec(&sqls[i]))
+	}
+	return out
 }
 
 // workflowsList prints the newest workflows, one line each.

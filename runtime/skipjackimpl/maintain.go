@@ -30,6 +30,7 @@ const (
 // it tells the run of rescued jobs through rescued.
 type maintainer struct {
 	store   store
+	db      DBTX        // for the prune of finished workflows
 	slots   slotQueries // nil: the queue has no schedules
 	spec    QueueSpec
 	log     *slog.Logger
@@ -46,7 +47,7 @@ func (m *maintainer) loop(stop <-chan struct{}) {
 	every := m.pruneInterval()
 	prune := time.NewTimer(jitter(every))
 	defer prune.Stop()
-	pruning := m.spec.RetainCompleted > 0 || m.spec.RetainFailed > 0
+	pruning := m.spec.RetainCompleted > 0 || m.spec.RetainFailed > 0 || m.spec.Workflow != nil
 	if !pruning {
 		prune.Stop()
 	}
@@ -108,8 +109,9 @@ func (m *maintainer) rescue(stop <-chan struct{}) (bool, error) {
 	return more, nil
 }
 
-// prune deletes retained jobs older than the queue's retention. It reports
-// whether it stopped with work left.
+// prune deletes retained jobs older than the queue's retention and, for
+// a queue that workflows use, finished workflows (see pruneWorkflows). It
+// reports whether it stopped with work left.
 func (m *maintainer) prune(stop <-chan struct{}) (bool, error) {
 	total, more, err := inRounds(stop, maintainBudget, func(ctx context.Context) (int64, error) {
 		return m.store.Prune(ctx, m.spec.RetainCompleted, m.spec.RetainFailed, maintainBatch)
@@ -120,7 +122,19 @@ func (m *maintainer) prune(stop <-chan struct{}) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("prune %s: %w", m.spec.Name, err)
 	}
-	return more, nil
+	if m.spec.Workflow == nil || m.db == nil {
+		return more, nil
+	}
+	flows, moreFlows, err := inRounds(stop, maintainBudget, func(ctx context.Context) (int64, error) {
+		return pruneWorkflows(ctx, m.db, m.spec.Workflow, m.spec.Name, WorkflowRetention, maintainBatch)
+	})
+	if flows > 0 {
+		m.log.Debug("skipjack: pruned finished workflows", "workflows", flows)
+	}
+	if err != nil {
+		return false, fmt.Errorf("prune workflows of %s: %w", m.spec.Name, err)
+	}
+	return more || moreFlows, nil
 }
 
 // inRounds runs a bounded maintenance statement (each run touches at most

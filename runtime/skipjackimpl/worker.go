@@ -323,7 +323,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	}
 	defer unsubscribe()
 
-	maint := &maintainer{store: r.store, slots: slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
+	maint := &maintainer{store: r.store, db: r.controlDB(), slots: slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
 	var flusher, background sync.WaitGroup
 	final := make(chan struct{})
 	flusher.Go(func() { r.results.flushLoop(final) })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
@@ -12,11 +13,12 @@ import (
 )
 
 // WorkflowTables names the tables of a queue that workflows use: the
-// schema's steps table and the queue's own table, both quoted and
-// schema-qualified.
+// schema's workflows and steps tables and the queue's own table, all
+// quoted and schema-qualified.
 type WorkflowTables struct {
-	Steps string
-	Table string
+	Workflows string
+	Steps     string
+	Table     string
 }
 
 // WorkflowSpec describes one workflow to the runtime; generated workflow
@@ -43,6 +45,8 @@ type WorkflowStep struct {
 	// Queue is its queue's name, and Table the queue's table, quoted and
 	// schema-qualified.
 	Queue, Table string
+	// After are the steps it runs after, as declared.
+	After []string
 	// Cancel is the queue package's Cancel.
 	Cancel func(ctx context.Context, db DBTX, ids ...int64) (int64, error)
 	// MaxPayloadBytes is the queue's max_payload_bytes (0: no cap).
@@ -284,6 +288,34 @@ func workflowIDs[T any](ctx context.Context, db DBTX, wt *WorkflowTables, queue 
 	return nil
 }
 
+// WorkflowRetention is how long a finished workflow (every step completed
+// or failed) is kept after its last step finished, whatever the retention
+// of its queues: Get, Outputs and the tools read it until then. The
+// maintenance of every worker of a queue the workflow uses then deletes
+// the workflow and its step rows.
+const WorkflowRetention = 7 * 24 * time.Hour
+
+// pruneWorkflows deletes up to limit workflows that have a step in queue,
+// whose steps all finished, the last one longer than keep ago. A workflow
+// with a step not finished is never deleted, nor are its steps' jobs
+// (pending and running jobs are never pruned; a finished step's state and
+// output live in its step row, so a live workflow needs no finished job).
+// It skips workflows another transaction holds.
+func pruneWorkflows(ctx context.Context, db DBTX, wt *WorkflowTables, queue string, keep time.Duration, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM `+wt.Workflows+` WHERE "id" = ANY(ARRAY(
+    SELECT w."id" FROM `+wt.Workflows+` AS w
+    WHERE w."id" IN (SELECT s."workflow_id" FROM `+wt.Steps+` AS s WHERE s."queue" = $1 AND s."finished_at" < now() - $2::interval)
+      AND NOT EXISTS (SELECT FROM `+wt.Steps+` AS o WHERE o."workflow_id" = w."id" AND (o."finished_at" IS NULL OR o."finished_at" >= now() - $2::interval))
+    ORDER BY w."id"
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+))`, queue, keep, limit)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
 // quoteLiteral quotes a Postgres string literal.
 func quoteLiteral(s string) string {
 	out := []byte{'\''}
@@ -322,4 +354,13 @@ func (r *runner[T]) storeOutput(e *entry[T]) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	defer cancel()
 	return writeOutput(ctx, db, r.spec.Workflow, r.spec.Name, e.job.ID, e.job.Claim, out)
+}
+
+// controlDB is what the run's own statements outside the store run on:
+// its control pool, or its handlers' pool in tests without one.
+func (r *runner[T]) controlDB() DBTX {
+	if r.control == nil {
+		return r.w.pool
+	}
+	return r.control
 }

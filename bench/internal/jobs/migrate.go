@@ -364,4 +364,179 @@ CREATE TRIGGER "keyed_notify" AFTER INSERT ON "skipjack"."keyed"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."keyed_notify"();
 `,
 	},
+	{
+		Version: 6,
+		Name:    "0006_skipjack_add_wf_step",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workflows" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "name" text NOT NULL,
+    "created_at" timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_workflow_steps" (
+    "workflow_id" bigint NOT NULL REFERENCES "skipjack"."_skipjack_workflows" ("id") ON DELETE CASCADE,
+    "step" text NOT NULL,
+    "queue" text NOT NULL,
+    "job_id" bigint NOT NULL,
+    "after" text[] NOT NULL DEFAULT '{}',
+    "run_on_failure" boolean NOT NULL DEFAULT false,
+    "channel" text,
+    "waiting" integer NOT NULL DEFAULT 0,
+    "state" text NOT NULL DEFAULT 'waiting' CHECK ("state" IN ('waiting', 'ready', 'completed', 'failed')),
+    "error" text,
+    "cancelled_by" text,
+    "output" jsonb,
+    "finished_at" timestamptz,
+    PRIMARY KEY ("workflow_id", "step"),
+    UNIQUE ("queue", "job_id")
+);
+
+-- The prune of finished workflows (runtime maintenance) looks up the
+-- steps of a queue that finished before a time.
+CREATE INDEX IF NOT EXISTS "_skipjack_workflow_steps_finished_idx" ON "skipjack"."_skipjack_workflow_steps" ("queue", "finished_at") WHERE "finished_at" IS NOT NULL;
+
+CREATE OR REPLACE FUNCTION "skipjack"."_skipjack_workflow_step"() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    j record;
+    st record;
+    d record;
+    outcome text;
+    rearmed bigint;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        -- Only an ack deletes a running job.
+        IF OLD."state" <> 'running' THEN
+            RETURN NULL;
+        END IF;
+        j := OLD;
+        outcome := 'completed';
+    ELSIF OLD."state" = NEW."state" THEN
+        RETURN NULL;
+    ELSIF NEW."state" IN ('completed', 'failed') THEN
+        j := NEW;
+        outcome := NEW."state";
+    ELSIF OLD."state" = 'failed' THEN
+        j := NEW;
+        outcome := 'retried';
+    ELSE
+        RETURN NULL;
+    END IF;
+    SELECT * INTO st FROM "skipjack"."_skipjack_workflow_steps" WHERE "queue" = TG_TABLE_NAME AND "job_id" = j."id" FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF outcome = 'retried' THEN
+        IF st."state" = 'failed' THEN
+            UPDATE "skipjack"."_skipjack_workflow_steps" SET "state" = 'ready', "error" = NULL, "cancelled_by" = NULL, "finished_at" = NULL
+            WHERE "workflow_id" = st."workflow_id" AND "step" = st."step";
+        END IF;
+        -- The steps this step's failure cancelled wait for it again; those
+        -- that still wait and run anyway count it again.
+        FOR d IN SELECT * FROM "skipjack"."_skipjack_workflow_steps" WHERE "workflow_id" = st."workflow_id" AND st."step" = ANY("after") ORDER BY "step" FOR UPDATE LOOP
+            IF d."state" = 'failed' AND d."cancelled_by" = st."step" THEN
+                -- Only a step whose job is still stored (not pruned by its
+                -- queue's retention, not deleted) waits again; any other
+                -- stays cancelled, so that no step waits without a job.
+                EXECUTE format('UPDATE %I.%I SET "state" = ''pending'', "run_at" = ''infinity'', "finished_at" = NULL, "cancel_requested" = false WHERE "id" = $1 AND "state" = ''failed''', TG_TABLE_SCHEMA, d."queue") USING d."job_id";
+                GET DIAGNOSTICS rearmed = ROW_COUNT;
+                IF rearmed > 0 THEN
+                    UPDATE "skipjack"."_skipjack_workflow_steps" AS s SET "state" = 'waiting', "error" = NULL, "cancelled_by" = NULL, "finished_at" = NULL,
+                        "waiting" = (SELECT count(*) FROM "skipjack"."_skipjack_workflow_steps" AS u WHERE u."workflow_id" = s."workflow_id" AND u."step" = ANY(s."after") AND u."state" <> 'completed')
+                    WHERE s."workflow_id" = d."workflow_id" AND s."step" = d."step";
+                END IF;
+            ELSIF d."state" = 'waiting' AND d."run_on_failure" THEN
+                UPDATE "skipjack"."_skipjack_workflow_steps" SET "waiting" = "waiting" + 1 WHERE "workflow_id" = d."workflow_id" AND "step" = d."step";
+            END IF;
+        END LOOP;
+        RETURN NULL;
+    END IF;
+    UPDATE "skipjack"."_skipjack_workflow_steps" SET "state" = outcome, "finished_at" = now(),
+        "error" = CASE WHEN outcome = 'failed' THEN coalesce(j."errors" -> -1 ->> 'error', 'failed') END
+    WHERE "workflow_id" = st."workflow_id" AND "step" = st."step";
+    FOR d IN SELECT * FROM "skipjack"."_skipjack_workflow_steps" WHERE "workflow_id" = st."workflow_id" AND st."step" = ANY("after") AND "state" = 'waiting' ORDER BY "step" FOR UPDATE LOOP
+        IF outcome = 'completed' OR d."run_on_failure" THEN
+            UPDATE "skipjack"."_skipjack_workflow_steps" SET "waiting" = "waiting" - 1, "state" = CASE WHEN "waiting" <= 1 THEN 'ready' ELSE 'waiting' END
+            WHERE "workflow_id" = d."workflow_id" AND "step" = d."step";
+            IF d."waiting" <= 1 THEN
+                EXECUTE format('UPDATE %I.%I SET "run_at" = now() WHERE "id" = $1 AND "state" = ''pending''', TG_TABLE_SCHEMA, d."queue") USING d."job_id";
+                IF d."channel" IS NOT NULL THEN
+                    PERFORM pg_notify(d."channel", '');
+                END IF;
+            END IF;
+        ELSE
+            UPDATE "skipjack"."_skipjack_workflow_steps" SET "cancelled_by" = st."step" WHERE "workflow_id" = d."workflow_id" AND "step" = d."step";
+            EXECUTE format('UPDATE %I.%I SET "state" = ''failed'', "finished_at" = now(), "cancel_requested" = true, "errors" = "errors" || jsonb_build_array(jsonb_build_object(''attempt'', "attempt", ''at'', now(), ''error'', ''cancelled'', ''worker'', '''')) WHERE "id" = $1 AND "state" = ''pending''', TG_TABLE_SCHEMA, d."queue") USING d."job_id";
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION "skipjack"."_skipjack_workflow_hold"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT FROM "skipjack"."_skipjack_workflow_steps" WHERE "queue" = TG_TABLE_NAME AND "job_id" = NEW."id" AND "state" = 'waiting') THEN
+        NEW."run_at" := OLD."run_at";
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TABLE "skipjack"."wf_step" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
+    CONSTRAINT "wf_step_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "wf_step_claim_idx" ON "skipjack"."wf_step" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "wf_step_lease_idx" ON "skipjack"."wf_step" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "wf_step_completed_idx" ON "skipjack"."wf_step" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "wf_step_failed_idx" ON "skipjack"."wf_step" ("finished_at") WHERE "state" = 'failed';
+
+CREATE OR REPLACE FUNCTION "skipjack"."wf_step_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.wf_step', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "wf_step_notify" AFTER INSERT ON "skipjack"."wf_step"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."wf_step_notify"();
+
+CREATE TRIGGER "_skipjack_workflow_step" AFTER UPDATE OF "state" ON "skipjack"."wf_step"
+    FOR EACH ROW WHEN (OLD."state" <> NEW."state" AND (NEW."state" IN ('completed', 'failed') OR OLD."state" = 'failed'))
+    EXECUTE FUNCTION "skipjack"."_skipjack_workflow_step"();
+
+CREATE TRIGGER "_skipjack_workflow_ack" AFTER DELETE ON "skipjack"."wf_step"
+    FOR EACH ROW WHEN (OLD."state" = 'running') EXECUTE FUNCTION "skipjack"."_skipjack_workflow_step"();
+
+CREATE TRIGGER "_skipjack_workflow_hold" BEFORE UPDATE OF "run_at" ON "skipjack"."wf_step"
+    FOR EACH ROW WHEN (OLD."run_at" = 'infinity' AND NEW."run_at" <> 'infinity' AND NEW."state" = 'pending')
+    EXECUTE FUNCTION "skipjack"."_skipjack_workflow_hold"();
+`,
+	},
 }

@@ -41,6 +41,7 @@ var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.resize_image", MaxAttempts: 25, Priority: true,
 	BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: time.Minute, Lease: 30 * time.Second,
 	RetainCompleted: time.Hour, RetainFailed: 720 * time.Hour,
+	Workflow: &skipjackimpl.WorkflowTables{Workflows: "\"skipjack\".\"_skipjack_workflows\"", Steps: "\"skipjack\".\"_skipjack_workflow_steps\"", Table: "\"skipjack\".\"resize_image\""},
 }
 
 // queue runs this package's functions on the queue's sqlc queries.

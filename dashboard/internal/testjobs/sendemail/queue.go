@@ -42,6 +42,7 @@ var Spec = skipjackimpl.QueueSpec{
 	Name: Name, Channel: "skipjack.send_email", MaxAttempts: 2,
 	BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Timeout: time.Minute, Lease: 30 * time.Second,
 	RetainCompleted: time.Hour, RetainFailed: 720 * time.Hour,
+	Workflow: &skipjackimpl.WorkflowTables{Workflows: "\"skipjack\".\"_skipjack_workflows\"", Steps: "\"skipjack\".\"_skipjack_workflow_steps\"", Table: "\"skipjack\".\"send_email\""},
 }
 
 // queue runs this package's functions on the queue's sqlc queries.
