@@ -488,16 +488,42 @@ func (r *runner[T]) forget(e *entry[T]) {
 // settled takes back a batch of results the completer wrote: the jobs are
 // no longer held, whether the statement matched them or their lease was
 // lost. It wakes the fetcher: capacity is free, and for a limited or
-// serial queue the jobs these held back can be claimed now.
+// serial queue the jobs these held back can be claimed now. When this
+// worker cannot claim them itself (it is stopping, or has less room than
+// a claim needs), it tells the queue's workers in other processes (see
+// notifySettled).
 func (r *runner[T]) settled(batch []*entry[T]) {
 	r.mu.Lock()
 	for _, e := range batch {
 		r.forget(e)
 	}
+	full := r.stopped || r.maxHeld-r.inflight < r.minClaim
 	r.mu.Unlock()
 	signal(r.capacityFreed)
 	if r.spec.Serial || r.spec.limited() {
 		signal(r.claimable)
+		if full && r.spec.settlesFree() {
+			r.notifySettled()
+		}
+	}
+}
+
+// notifySettled wakes the workers of the queue in every process with a
+// NOTIFY on its channel: jobs this worker settled free room that other
+// processes' claims wait for (a slot of the concurrency limit, of a key's
+// per-key limit, a serial key), which they would otherwise find only at
+// their next poll (limitPoll, or PollInterval for a serial key). The
+// requests of one pool coalesce into one NOTIFY in flight (owner.notify),
+// so a worker sends at most one per statement's round trip however fast
+// it settles jobs; a queue declared with notify: false has no channel and
+// sends none.
+func (r *runner[T]) notifySettled() {
+	if r.spec.Channel == "" || r.owner == nil {
+		return
+	}
+	o := acquire(r.w.pool)
+	if !o.notify(r.spec.Channel) {
+		o.release()
 	}
 }
 
