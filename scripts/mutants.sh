@@ -219,6 +219,14 @@ feature_mutants=(
   "per-key-room-ignored :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM kept))/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM picked))/ :: TestPerKeyLimitAcrossProcesses :: ."
   "per-key-full-keys-not-passed-over :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/NOT IN (SELECT \"key\" FROM held WHERE \"n\" >= 2)/IS NOT NULL/ :: TestPerKeyFairness :: ."
   "per-key-one-statement-per-turn :: skipjackimpl/fetch.go :: s/r.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
+  # Issue 43, limits that cost little and cross-process wake-ups: a limited
+  # claim's Admit must run in the claim's own transaction (one batch, the
+  # turn lock held until the claim commits); a per-key turn keeps its
+  # transaction open across its claims; a worker that settles jobs it
+  # cannot replace wakes the other processes.
+  "limited-admit-apart-from-claim :: skipjackimpl/admitbatch.go :: /^func (a \*admitBatch) Exec/,/^}/s/^\ta.queued.Queue(sql, args...)$/\treturn a.db.Exec(ctx, sql, args...)/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
+  "per-key-turn-not-one-transaction :: skipjackimpl/fetch.go :: s/ab := \&admitBatch{db: conn, begin: true}/ab := \&admitBatch{db: conn}/ :: TestPerKeyLimitAcrossProcesses|TestFrozenClaimerDoesNotStopLimitedQueue :: ."
+  "settled-no-cross-process-wake :: skipjackimpl/worker.go :: s/^\t\tif full \&\& r.spec.settlesFree() {$/\t\tif false \&\& full {/ :: TestSettledJobWakesOtherProcess :: ."
   # Issue 44: EnqueueAll's results in input order with duplicates mapped to
   # their holder, and MaxAttempts on every enqueue path.
   "enqueueall-results-unordered :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: EnqueueAll/,/^\`$/s/^ORDER BY i.\"n\"$/ORDER BY i.\"n\" DESC/ :: TestEnqueueAllResults :: ."

@@ -284,7 +284,7 @@ func (r *runner[T]) reserve() int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	free := r.maxHeld - r.inflight
+	free := r.heldCapLocked(time.Now()) - r.inflight
 	limit := min(free, r.cfg.BatchSize)
 	if limit <= 0 || (limit < r.minClaim && r.inflight > 0) {
 		return 0
@@ -341,6 +341,9 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		r.noteDue(min(limitPoll, r.cfg.PollInterval))
 	}
 	if short != nil {
+		if short.Due {
+			r.noteBinding(time.Now())
+		}
 		if d, ok := headroomWait(*short, r.spec, r.cfg.PollInterval); ok {
 			r.noteDue(d)
 		}

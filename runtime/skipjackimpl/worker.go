@@ -170,7 +170,14 @@ type runner[T any] struct {
 	due      earliest // when the earliest job this run retried or snoozed becomes due
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
-	maxHeld      int           // prefetched + running
+	maxHeld      int           // prefetched + running (see heldCapLocked)
+	// prefetchFree is set for a queue with a concurrency or per-key limit
+	// and no rate limit: it prefetches as an unlimited queue does, up to
+	// 2×Concurrency held, except until bindingUntil (guarded by mu), set
+	// when a claim came back short while due jobs waited: a limit binds,
+	// and a prefetched job would hold a slot of it without running.
+	prefetchFree bool
+	bindingUntil time.Time
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
 
@@ -233,9 +240,11 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 	b := w.cfg.BatchSize
 	maxHeld := 2 * c
 	if w.spec.limited() {
-		// A queue with limits prefetches nothing: a prefetched job would
-		// count against the concurrency limit without running, and would
-		// start later than the claim that the rate limit counted.
+		// A queue with limits prefetches nothing while a limit binds (see
+		// heldCapLocked): a prefetched job would count against the
+		// concurrency limit without running. A queue with a rate limit
+		// never prefetches: its jobs would start later than the claims the
+		// rate limit counted.
 		maxHeld = c
 	}
 	log := w.cfg.Logger.With("queue", w.spec.Name)
@@ -248,6 +257,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		hooks:         newHookCaller[T](w.spec.Name, w.cfg, log),
 		stmtTimeout:   statementTimeout(w.spec.Lease),
 		maxHeld:       maxHeld,
+		prefetchFree:  w.spec.limited() && w.spec.RateCount == 0,
 		minClaim:      max(1, min(b, c)/2),
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
@@ -273,6 +283,35 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		flushNow:    make(chan struct{}, 1),
 	}
 	return r
+}
+
+// heldCapLocked returns how many jobs the run may hold (prefetched plus
+// running) at now: maxHeld, or twice Concurrency for a queue whose
+// concurrency or per-key limit does not bind (prefetchFree), as for an
+// unlimited queue (issue 43: without prefetch, a limited queue's handlers
+// waited for every claim). A limit that does not bind leaves room for the
+// prefetched jobs, and every claim still counts them against the limit, so
+// the limit holds as exactly as without; once a claim comes back short
+// while due jobs wait (noteBinding), the run holds no more than it runs
+// for limitBindHold. Not in a RunGroup, whose claims take only what its
+// budget lets start (prepaid). Called with r.mu held.
+func (r *runner[T]) heldCapLocked(now time.Time) int {
+	if r.prefetchFree && !r.prepaid && !now.Before(r.bindingUntil) {
+		return 2 * r.cfg.Concurrency
+	}
+	return r.maxHeld
+}
+
+// limitBindHold is how long a run of a limited queue prefetches nothing
+// after a claim that a limit held back.
+const limitBindHold = 5 * time.Second
+
+// noteBinding records that a claim came back short while due jobs waited:
+// a limit binds (see heldCapLocked).
+func (r *runner[T]) noteBinding(now time.Time) {
+	r.mu.Lock()
+	r.bindingUntil = now.Add(limitBindHold)
+	r.mu.Unlock()
 }
 
 // useStore makes the run and its parts run their statements on s.
@@ -497,7 +536,7 @@ func (r *runner[T]) settled(batch []*entry[T]) {
 	for _, e := range batch {
 		r.forget(e)
 	}
-	full := r.stopped || r.maxHeld-r.inflight < r.minClaim
+	full := r.stopped || r.heldCapLocked(time.Now())-r.inflight < r.minClaim
 	r.mu.Unlock()
 	signal(r.capacityFreed)
 	if r.spec.Serial || r.spec.limited() {
