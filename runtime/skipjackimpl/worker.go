@@ -171,15 +171,15 @@ type runner[T any] struct {
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
 	maxHeld      int           // prefetched + running (see heldCapLocked)
-	// prefetchFree is set for a queue with a concurrency or per-key limit
-	// and no rate limit: it prefetches as an unlimited queue does, up to
-	// 2×Concurrency held, except until bindingUntil (guarded by mu), set
-	// when a claim came back short while due jobs waited: a limit binds,
-	// and a prefetched job would hold a slot of it without running.
-	prefetchFree bool
-	bindingUntil time.Time
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
+	// prefetchFree is set for a limited queue that may prefetch (see
+	// prefetchesFree): it holds up to 2×Concurrency, as an unlimited
+	// queue does, except until bindingUntil (guarded by mu), set when a
+	// claim came back short while due jobs waited: a limit binds, and a
+	// prefetched job would hold a slot of it without running.
+	prefetchFree bool
+	bindingUntil time.Time
 
 	mu       sync.Mutex
 	held     map[int64]*entry[T] // every job whose claim this run holds
@@ -257,7 +257,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		hooks:         newHookCaller[T](w.spec.Name, w.cfg, log),
 		stmtTimeout:   statementTimeout(w.spec.Lease),
 		maxHeld:       maxHeld,
-		prefetchFree:  w.spec.limited() && w.spec.RateCount == 0,
+		prefetchFree:  prefetchesFree(w.spec, c),
 		minClaim:      max(1, min(b, c)/2),
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
@@ -301,6 +301,23 @@ func (r *runner[T]) heldCapLocked(now time.Time) int {
 	}
 	return r.maxHeld
 }
+
+// prefetchesFree reports whether a worker of spec with the given
+// Concurrency may prefetch while the queue's limits do not bind (see
+// heldCapLocked): a queue with a concurrency or per-key limit and no rate
+// limit, whose concurrency limit, if any, is at least limitPrefetchRatio
+// times the worker's Concurrency. Against a smaller limit a worker's
+// prefetched jobs would be a large share of it, and a worker that frees
+// and takes back its own slots sees no short claim, so it would keep them
+// held while other processes' handlers wait for slots.
+func prefetchesFree(spec QueueSpec, concurrency int) bool {
+	return spec.limited() && spec.RateCount == 0 &&
+		(spec.LimitConcurrency == 0 || spec.LimitConcurrency >= limitPrefetchRatio*concurrency)
+}
+
+// limitPrefetchRatio is how many times a worker's Concurrency a queue's
+// concurrency limit must be for the worker to prefetch (prefetchesFree).
+const limitPrefetchRatio = 8
 
 // limitBindHold is how long a run of a limited queue prefetches nothing
 // after a claim that a limit held back.
