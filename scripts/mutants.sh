@@ -185,7 +185,7 @@ feature_mutants=(
   "resume-not-notified :: internal/testqueue/capped/internal/db/queries.sql.go :: s/SELECT pg_notify('skipjack.capped', '') FROM resumed/SELECT 1 FROM resumed/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
   "settled-limited-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.Serial {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."
   "settled-serial-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.limited() {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."
-  "limit-reached-no-poll :: skipjackimpl/fetch.go :: s/case concurrency > 0 \&\& int(h.Claimed) >= concurrency:/case false:/ :: TestGate3FreedSlotClaimedPromptly :: ."
+  "limit-reached-no-poll :: skipjackimpl/fetch.go :: s/case spec.LimitConcurrency > 0 \&\& int(h.Claimed) >= spec.LimitConcurrency:/case false:/ :: TestGate3FreedSlotClaimedPromptly :: ."
   "headroom-never-due :: internal/testqueue/capped/internal/db/queries.sql.go :: /-- name: Headroom/,/rate_wait_ms/s/EXISTS (SELECT FROM \"skipjack\".\"capped\" WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS due/false AS due/ :: TestGate3FreedSlotClaimedPromptly :: ."
   "rescue-no-wake :: skipjackimpl/worker.go :: s/rescued: func() { signal(r.claimable) }/rescued: func() {}/ :: TestGate3RescueWakesClaimer :: ."
   "doubt-keeps-claiming :: skipjackimpl/fetch.go :: s/if r.liveness.doubting(time.Now(), r.spec.Lease-r.spec.Lease\/3) {/if false {/ :: TestGate3DoubtStopsClaims :: ."
