@@ -226,7 +226,7 @@ feature_mutants=(
   # cannot replace wakes the other processes.
   "limited-admit-apart-from-claim :: skipjackimpl/admitbatch.go :: /^func (a \*admitBatch) Exec/,/^}/s/^\ta.queued.Queue(sql, args...)$/\treturn a.db.Exec(ctx, sql, args...)/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
   "per-key-turn-not-one-transaction :: skipjackimpl/fetch.go :: s/ab := \&admitBatch{db: conn, begin: true}/ab := \&admitBatch{db: conn}/ :: TestPerKeyLimitAcrossProcesses|TestFrozenClaimerDoesNotStopLimitedQueue :: ."
-  "settled-no-cross-process-wake :: skipjackimpl/worker.go :: s/^\t\tif full \&\& r.spec.settlesFree() {$/\t\tif false \&\& full {/ :: TestSettledJobWakesOtherProcess :: ."
+  "settled-no-cross-process-wake :: skipjackimpl/worker.go :: s/^\t\tif full \&\& r.lastShort.Load() \&\& r.spec.settlesFree() {$/\t\tif false \&\& full {/ :: TestSettledJobWakesOtherProcess :: ."
   # Issue 44: EnqueueAll's results in input order with duplicates mapped to
   # their holder, and MaxAttempts on every enqueue path.
   "enqueueall-results-unordered :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: EnqueueAll/,/^\`$/s/^ORDER BY i.\"n\"$/ORDER BY i.\"n\" DESC/ :: TestEnqueueAllResults :: ."

@@ -417,6 +417,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if len(rows) < limit {
 		signal(r.capacityFreed)
 	}
+	r.lastShort.Store(len(rows) < limit)
 	res := claimResult{limit: limit, n: len(rows), turnWaited: turnWaited, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {

@@ -200,6 +200,9 @@ type runner[T any] struct {
 	handlerBase   context.Context // parent of handler contexts: Run's values, never cancelled
 	claims        sync.WaitGroup  // claim statements in flight
 	claimBufs     claimBufs       // slices claims scan rows into, kept for the next claims
+	// lastShort is set when the run's last claim took fewer jobs than it
+	// asked for: jobs may be held back (see settled).
+	lastShort atomic.Bool
 }
 
 // entry is one claimed job.
@@ -546,8 +549,8 @@ func (r *runner[T]) forget(e *entry[T]) {
 // lost. It wakes the fetcher: capacity is free, and for a limited or
 // serial queue the jobs these held back can be claimed now. When this
 // worker cannot claim them itself (it is stopping, or has less room than
-// a claim needs), it tells the queue's workers in other processes (see
-// notifySettled).
+// a claim needs) and its last claim came back short (jobs were held back),
+// it tells the queue's workers in other processes (see notifySettled).
 func (r *runner[T]) settled(batch []*entry[T]) {
 	r.mu.Lock()
 	for _, e := range batch {
@@ -558,7 +561,9 @@ func (r *runner[T]) settled(batch []*entry[T]) {
 	signal(r.capacityFreed)
 	if r.spec.Serial || r.spec.limited() {
 		signal(r.claimable)
-		if full && r.spec.settlesFree() {
+		// After a claim that took all it asked for, nothing was held back
+		// that others wait for: a burn-down sends no NOTIFY per batch.
+		if full && r.lastShort.Load() && r.spec.settlesFree() {
 			r.notifySettled()
 		}
 	}
