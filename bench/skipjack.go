@@ -18,6 +18,7 @@ import (
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/keyed"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/noop"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/paced"
+	"github.com/skipjack-dev/skipjack/bench/internal/jobs/perkey"
 	"github.com/skipjack-dev/skipjack/bench/internal/jobs/quiet"
 )
 
@@ -77,10 +78,19 @@ func skipjackSystemsAvailable(o options, logger *slog.Logger) []system {
 	tuned := skipjack.WorkerConfig{Concurrency: o.tunedConcurrency, BatchSize: o.tunedBatch}
 	poll := skipjackSystem("skipjack-poll", "deletes at ack (default), notify: false", queueQuiet, skipjack.WorkerConfig{}, o.skipjackConns, logger)
 	poll.experimentOnly = true
-	flow := []system{
-		skipjackSystem("skipjack-capped", "limits.concurrency: 100000 (never binds)", queueCapped, skipjack.WorkerConfig{}, o.skipjackConns, logger),
-		skipjackSystem("skipjack-paced", "limits.rate: 10M per 1s (never binds)", queuePaced, skipjack.WorkerConfig{}, o.skipjackConns, logger),
-		skipjackSystem("skipjack-serial", "serial.by: [n] (one key per job)", queueKeyed, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+	// The flow-control rows, each with WorkerConfig{} and the tuned config
+	// (-tuned suffix), to compare with skipjack-default and skipjack-tuned
+	// (issue 43: limits that never bind should cost little).
+	var flow []system
+	for _, f := range []struct{ name, retention, kind string }{
+		{"skipjack-capped", "limits.concurrency: 100000 (never binds)", queueCapped},
+		{"skipjack-paced", "limits.rate: 10M per 1s (never binds)", queuePaced},
+		{"skipjack-perkey", "limits.per_key: {by: [n], concurrency: 1} (one key per job, never binds)", queuePerKey},
+		{"skipjack-serial", "serial.by: [n] (one key per job)", queueKeyed},
+	} {
+		flow = append(flow,
+			skipjackSystem(f.name, f.retention, f.kind, skipjack.WorkerConfig{}, o.skipjackConns, logger),
+			skipjackSystem(f.name+"-tuned", f.retention, f.kind, tuned, o.skipjackConns, logger))
 	}
 	for i := range flow {
 		flow[i].experimentOnly = true // -systems skipjack-default,skipjack-capped,...
@@ -102,6 +112,7 @@ const (
 	queueCapped = "capped" // limits.concurrency
 	queuePaced  = "paced"  // limits.rate
 	queueKeyed  = "keyed"  // serial.by
+	queuePerKey = "perkey" // limits.per_key
 )
 
 func skipjackSystem(name, retention, kind string, cfg skipjack.WorkerConfig, conns int32, logger *slog.Logger) system {
@@ -148,6 +159,8 @@ func (q *skipjackQueue) enqueueMany(ctx context.Context, ps []payload) error {
 		_, err = paced.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) paced.Payload { return paced.Payload(p) }))
 	case queueKeyed:
 		_, err = keyed.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) keyed.Payload { return keyed.Payload(p) }))
+	case queuePerKey:
+		_, err = perkey.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) perkey.Payload { return perkey.Payload(p) }))
 	default:
 		_, err = noop.EnqueueMany(ctx, q.pool, convert(ps, func(p payload) noop.Payload { return noop.Payload(p) }))
 	}
@@ -175,6 +188,8 @@ func (q *skipjackQueue) enqueue(ctx context.Context, p payload) error {
 		_, err = paced.Enqueue(ctx, q.pool, paced.Payload(p))
 	case queueKeyed:
 		_, err = keyed.Enqueue(ctx, q.pool, keyed.Payload(p))
+	case queuePerKey:
+		_, err = perkey.Enqueue(ctx, q.pool, perkey.Payload(p))
 	default:
 		_, err = noop.Enqueue(ctx, q.pool, noop.Payload(p))
 	}
@@ -208,6 +223,11 @@ func (q *skipjackQueue) work(ctx context.Context, handle func(int64)) error {
 		}, cfg).Run(ctx)
 	case queueKeyed:
 		return keyed.NewWorker(q.pool, func(_ context.Context, job *keyed.Job) error {
+			handle(job.Payload.N)
+			return nil
+		}, cfg).Run(ctx)
+	case queuePerKey:
+		return perkey.NewWorker(q.pool, func(_ context.Context, job *perkey.Job) error {
 			handle(job.Payload.N)
 			return nil
 		}, cfg).Run(ctx)

@@ -56,8 +56,6 @@ func runChild(mode string) int {
 		err = runSigterm(ctx, pool) // sigterm_test.go
 	case "capped":
 		err = runCapped(ctx, pool) // flow_test.go
-	case "paced":
-		err = runPaced(ctx, pool) // frozen_test.go
 	case "tenanted":
 		err = runTenanted(ctx, pool) // perkey_test.go
 	case "diamond":

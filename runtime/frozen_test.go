@@ -12,15 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/demo"
-	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/paced"
+	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/tenanted"
 )
-
-// runPaced is the child of TestFrozenClaimerDoesNotStopLimitedQueue: it
-// works paced jobs (a queue with a rate limit), doing nothing with them.
-func runPaced(ctx context.Context, pool *pgxpool.Pool) error {
-	return paced.NewWorker(pool, func(context.Context, *paced.Job) error { return nil },
-		skipjack.WorkerConfig{Concurrency: 4, PollInterval: 100 * time.Millisecond}).Run(ctx)
-}
 
 // TestFrozenClaimerDoesNotStopLimitedQueue checks that a process frozen in
 // the middle of a limited queue's claim (SIGSTOP here; a paused VM, a
@@ -30,18 +23,32 @@ func runPaced(ctx context.Context, pool *pgxpool.Pool) error {
 // the connection stays healthy (the kernel still acknowledges it), so
 // neither TCP nor the other workers' deadlines end that transaction; the
 // server must.
+//
+// The queue has a per-key limit: its claims keep their transaction open
+// between statements (a turn may claim again, and commits apart). The
+// claims of the other limited queues go out in one batch that commits on
+// its own whether or not the client reads on, so their process cannot
+// freeze inside their transaction (TestFrozenReaderReleasesItsClaim covers
+// a client that stops reading the claimed rows).
 func TestFrozenClaimerDoesNotStopLimitedQueue(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 20)
 	ctx := context.Background()
-	if _, err := paced.EnqueueMany(ctx, pool, make([]paced.Payload, 2000)); err != nil {
+	if _, err := pool.Exec(ctx, perKeySpans); err != nil {
 		t.Fatal(err)
 	}
-	c := startChild(t, "paced", pool)
+	ps := make([]tenanted.Payload, 2000)
+	for i := range ps {
+		ps[i] = tenanted.Payload{Tenant: int64(i)}
+	}
+	if _, err := tenanted.EnqueueMany(ctx, pool, ps); err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, "tenanted", pool)
 	// Caught holding the queue's lock, idle in its claim's transaction.
 	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|Headroom) '`)
 	var ran atomic.Int64
-	start(t, paced.NewWorker(pool, func(context.Context, *paced.Job) error {
+	start(t, tenanted.NewWorker(pool, func(context.Context, *tenanted.Job) error {
 		ran.Add(1)
 		return nil
 	}, skipjack.WorkerConfig{Concurrency: 4, Logger: quietLogger(t)}))

@@ -192,9 +192,17 @@ func TestPerKeyFairness(t *testing.T) {
 			// at most one claim round. One round that began before the quiet
 			// job was visible may still take the hot key's freed room first
 			// (seen once in 4 processes); a claim that does not pass over
-			// full keys waits for many.
-			if rounds > 1 {
-				t.Errorf("%d claim rounds took hot jobs after the resume and before the quiet job's, want at most 1", rounds)
+			// full keys waits for many. In one process every claim after the
+			// resume sees the quiet job, and the turn that fills the hot key
+			// claims again and takes it in the same transaction: no round
+			// comes before it (a turn of one claim statement would leave it
+			// to the next turn).
+			want := int64(1)
+			if procs == 1 {
+				want = 0
+			}
+			if rounds > want {
+				t.Errorf("%d claim rounds took hot jobs after the resume and before the quiet job's, want at most %d", rounds, want)
 			}
 		})
 	}

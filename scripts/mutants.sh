@@ -201,7 +201,7 @@ feature_mutants=(
   "resume-not-notified :: internal/testqueue/capped/internal/db/queries.sql.go :: s/SELECT pg_notify('skipjack.capped', '') FROM resumed/SELECT 1 FROM resumed/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
   "settled-limited-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.Serial {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."
   "settled-serial-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.limited() {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."
-  "limit-reached-no-poll :: skipjackimpl/fetch.go :: s/case concurrency > 0 \&\& int(h.Claimed) >= concurrency:/case false:/ :: TestGate3FreedSlotClaimedPromptly :: ."
+  "limit-reached-no-poll :: skipjackimpl/fetch.go :: s/case spec.LimitConcurrency > 0 \&\& int(h.Claimed) >= spec.LimitConcurrency:/case false:/ :: TestGate3FreedSlotClaimedPromptly :: ."
   "headroom-never-due :: internal/testqueue/capped/internal/db/queries.sql.go :: /-- name: Headroom/,/rate_wait_ms/s/EXISTS (SELECT FROM \"skipjack\".\"capped\" WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS due/false AS due/ :: TestGate3FreedSlotClaimedPromptly :: ."
   "rescue-no-wake :: skipjackimpl/worker.go :: s/rescued: func() { signal(r.claimable) }/rescued: func() {}/ :: TestGate3RescueWakesClaimer :: ."
   "doubt-keeps-claiming :: skipjackimpl/fetch.go :: s/if r.liveness.doubting(time.Now(), r.spec.Lease-r.spec.Lease\/3) {/if false {/ :: TestGate3DoubtStopsClaims :: ."
@@ -235,6 +235,14 @@ feature_mutants=(
   "per-key-room-ignored :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM kept))/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM picked))/ :: TestPerKeyLimitAcrossProcesses :: ."
   "per-key-full-keys-not-passed-over :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/NOT IN (SELECT \"key\" FROM held WHERE \"n\" >= 2)/IS NOT NULL/ :: TestPerKeyFairness :: ."
   "per-key-one-statement-per-turn :: skipjackimpl/fetch.go :: s/r.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
+  # Issue 43, limits that cost little and cross-process wake-ups: a limited
+  # claim's Admit must run in the claim's own transaction (one batch, the
+  # turn lock held until the claim commits); a per-key turn keeps its
+  # transaction open across its claims; a worker that settles jobs it
+  # cannot replace wakes the other processes.
+  "limited-admit-apart-from-claim :: skipjackimpl/admitbatch.go :: /^func (a \*admitBatch) Exec/,/^}/s/^\ta.queued.Queue(sql, args...)$/\treturn a.db.Exec(ctx, sql, args...)/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
+  "per-key-turn-not-one-transaction :: skipjackimpl/fetch.go :: s/ab := \&admitBatch{db: conn, begin: true}/ab := \&admitBatch{db: conn}/ :: TestPerKeyLimitAcrossProcesses|TestFrozenClaimerDoesNotStopLimitedQueue :: ."
+  "settled-no-cross-process-wake :: skipjackimpl/worker.go :: s/^\t\tif full \&\& r.lastShort.Load() \&\& r.spec.settlesFree() {$/\t\tif false \&\& full {/ :: TestSettledJobWakesOtherProcess :: ."
   # Issue 44: EnqueueAll's results in input order with duplicates mapped to
   # their holder, and MaxAttempts on every enqueue path.
   "enqueueall-results-unordered :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: EnqueueAll/,/^\`$/s/^ORDER BY i.\"n\"$/ORDER BY i.\"n\" DESC/ :: TestEnqueueAllResults :: ."

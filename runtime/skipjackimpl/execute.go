@@ -355,7 +355,7 @@ func (r *runner[T]) finishAt(e *entry[T], res Resolution, completed bool, now ti
 	// for as long as this worker proves it is alive.
 	queue := !e.lost.Load() && !e.abandoned
 	idle := r.inflight == r.asked // nothing prefetched or running
-	claimable := idle || r.maxHeld-r.inflight == r.minClaim
+	claimable := idle || r.heldCapLocked(now)-r.inflight == r.minClaim
 	r.mu.Unlock()
 	if queue {
 		r.results.add(e, res, completed, idle, now)

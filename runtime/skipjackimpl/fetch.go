@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
@@ -285,7 +284,7 @@ func (r *runner[T]) reserve() int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	free := r.maxHeld - r.inflight
+	free := r.heldCapLocked(time.Now()) - r.inflight
 	limit := min(free, r.cfg.BatchSize)
 	if limit <= 0 || (limit < r.minClaim && r.inflight > 0) {
 		return 0
@@ -342,6 +341,9 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		r.noteDue(min(limitPoll, r.cfg.PollInterval))
 	}
 	if short != nil {
+		if short.Due {
+			r.noteBinding(time.Now())
+		}
 		if d, ok := headroomWait(*short, r.spec, r.cfg.PollInterval); ok {
 			r.noteDue(d)
 		}
@@ -415,6 +417,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if len(rows) < limit {
 		signal(r.capacityFreed)
 	}
+	r.lastShort.Store(len(rows) < limit)
 	res := claimResult{limit: limit, n: len(rows), turnWaited: turnWaited, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {
@@ -428,11 +431,8 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 // claimRows runs the claim statement. A queue without limits claims in one
 // round trip that first steers the planner and, with inTurn, waits for the
 // queue's turn (see claimBatch). A queue with limits or a serial key
-// claims after Admit in one READ COMMITTED transaction on the control
-// pool: Admit makes the claims of a limited queue take turns across all
-// processes, so that each counts the jobs the ones before it claimed, and
-// steers the planner to the claim's index scans. When a limited claim comes
-// back short, the same transaction asks why (Headroom) and returns it.
+// claims after Admit (see admittedClaim). When a limited claim comes back
+// short, it asks why (Headroom) and returns the answer.
 func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, inTurn bool) ([]ClaimedRow, *headroom, error) {
 	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
 		s := r.store
@@ -444,40 +444,67 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 		rows, err := s.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
 		return rows, nil, err
 	}
-	rows := dst
-	var short *headroom
-	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		qs := r.w.bind(tx).(limitStore)
+	rows, err := r.admittedClaim(ctx, dst, limit)
+	if err != nil || len(rows) >= limit || !r.spec.limited() {
+		return rows, nil, err
+	}
+	// Why the claim came back short, asked after its transaction ended
+	// (the answer only says when to claim next), and only then: a claim
+	// that filled its limit needs no answer.
+	h, err := r.store.(limitStore).Headroom(ctx)
+	if err != nil {
+		return rows, nil, fmt.Errorf("headroom: %w", err)
+	}
+	return rows, &h, nil
+}
+
+// admittedClaim runs the claim of a queue with limits or a serial key:
+// Admit, then Claim, in one transaction on the control pool and, through
+// admitBatch, in one round trip. Admit makes the claims of a limited queue
+// take turns across all processes, so that each counts the jobs the ones
+// before it claimed, and steers the planner to the claim's index scans.
+func (r *runner[T]) admittedClaim(ctx context.Context, dst []ClaimedRow, limit int) ([]ClaimedRow, error) {
+	if r.spec.PerKeyConcurrency == 0 {
+		qs := r.w.bind(&admitBatch{db: r.control}).(limitStore)
 		if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
-			return fmt.Errorf("admit: %w", err)
+			return dst, fmt.Errorf("admit: %w", err)
 		}
-		var err error
-		if rows, err = qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id); err != nil {
-			return err
+		return qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
+	}
+	conn, err := r.control.Acquire(ctx)
+	if err != nil {
+		return dst, fmt.Errorf("acquire: %w", err)
+	}
+	defer conn.Release()
+	ab := &admitBatch{db: conn, begin: true}
+	qs := r.w.bind(ab).(limitStore)
+	rows, err := r.perKeyClaims(ctx, qs, dst, limit)
+	return rows, ab.finish(ctx, err)
+}
+
+// perKeyClaims runs the claims of one turn of a queue with a per-key
+// limit, in the transaction of qs. A per-key claim leaves the jobs it
+// picked beyond their key's room pending, so a short claim that took jobs
+// may have filled keys whose other jobs hid jobs of other keys from it:
+// claiming again in the same turn passes over the filled keys (it sees its
+// own claims), so that a busy key never delays another key's job to a
+// later turn.
+func (r *runner[T]) perKeyClaims(ctx context.Context, qs limitStore, dst []ClaimedRow, limit int) ([]ClaimedRow, error) {
+	if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
+		return dst, fmt.Errorf("admit: %w", err)
+	}
+	rows, err := qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
+	if err != nil {
+		return dst, err
+	}
+	prev := len(dst)
+	for n := 1; r.spec.PerKeyConcurrency > 0 && n < maxPerKeyClaims && len(rows) > prev && len(rows) < limit; n++ {
+		prev = len(rows)
+		if rows, err = qs.Claim(ctx, rows, limit-prev, r.spec.Lease, r.liveness.id); err != nil {
+			return dst, err
 		}
-		// A per-key claim leaves the jobs it picked beyond their key's
-		// room pending, so a short claim that took jobs may have filled
-		// keys whose other jobs hid jobs of other keys from it: claiming
-		// again in the same turn passes over the filled keys (it sees its
-		// own claims), so that a busy key never delays another key's job
-		// to a later turn.
-		prev := len(dst)
-		for n := 1; r.spec.PerKeyConcurrency > 0 && n < maxPerKeyClaims && len(rows) > prev && len(rows) < limit; n++ {
-			prev = len(rows)
-			if rows, err = qs.Claim(ctx, rows, limit-prev, r.spec.Lease, r.liveness.id); err != nil {
-				return err
-			}
-		}
-		if len(rows) < limit && r.spec.limited() {
-			h, err := qs.Headroom(ctx)
-			if err != nil {
-				return fmt.Errorf("headroom: %w", err)
-			}
-			short = &h
-		}
-		return nil
-	})
-	return rows, short, err
+	}
+	return rows, nil
 }
 
 // claimBufs is the free list of the slices claims scan their rows into:

@@ -73,6 +73,14 @@ func (s QueueSpec) limited() bool {
 	return s.LimitConcurrency > 0 || s.RateCount > 0 || s.PerKeyConcurrency > 0
 }
 
+// settlesFree reports whether a settled job frees room that the queue's
+// claims wait for: a slot of the concurrency limit or of its key's per-key
+// limit, or its serial key. (A rate limit counts claims, which settling
+// does not undo.)
+func (s QueueSpec) settlesFree() bool {
+	return s.LimitConcurrency > 0 || s.PerKeyConcurrency > 0 || s.Serial
+}
+
 // claimedShape is the shape of ClaimRow, an unnamed struct type so the
 // constraint can name it with ~.
 type claimedShape = struct {

@@ -170,9 +170,16 @@ type runner[T any] struct {
 	due      earliest // when the earliest job this run retried or snoozed becomes due
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
-	maxHeld      int           // prefetched + running
+	maxHeld      int           // prefetched + running (see heldCapLocked)
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
+	// prefetchFree is set for a limited queue that may prefetch (see
+	// prefetchesFree): it holds up to 2×Concurrency, as an unlimited
+	// queue does, except until bindingUntil (guarded by mu), set when a
+	// claim came back short while due jobs waited: a limit binds, and a
+	// prefetched job would hold a slot of it without running.
+	prefetchFree bool
+	bindingUntil time.Time
 
 	mu       sync.Mutex
 	held     map[int64]*entry[T] // every job whose claim this run holds
@@ -193,6 +200,9 @@ type runner[T any] struct {
 	handlerBase   context.Context // parent of handler contexts: Run's values, never cancelled
 	claims        sync.WaitGroup  // claim statements in flight
 	claimBufs     claimBufs       // slices claims scan rows into, kept for the next claims
+	// lastShort is set when the run's last claim took fewer jobs than it
+	// asked for: jobs may be held back (see settled).
+	lastShort atomic.Bool
 }
 
 // entry is one claimed job.
@@ -233,9 +243,11 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 	b := w.cfg.BatchSize
 	maxHeld := 2 * c
 	if w.spec.limited() {
-		// A queue with limits prefetches nothing: a prefetched job would
-		// count against the concurrency limit without running, and would
-		// start later than the claim that the rate limit counted.
+		// A queue with limits prefetches nothing while a limit binds (see
+		// heldCapLocked): a prefetched job would count against the
+		// concurrency limit without running. A queue with a rate limit
+		// never prefetches: its jobs would start later than the claims the
+		// rate limit counted.
 		maxHeld = c
 	}
 	log := w.cfg.Logger.With("queue", w.spec.Name)
@@ -248,6 +260,7 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		hooks:         newHookCaller[T](w.spec.Name, w.cfg, log),
 		stmtTimeout:   statementTimeout(w.spec.Lease),
 		maxHeld:       maxHeld,
+		prefetchFree:  prefetchesFree(w.spec, c),
 		minClaim:      max(1, min(b, c)/2),
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
@@ -273,6 +286,52 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		flushNow:    make(chan struct{}, 1),
 	}
 	return r
+}
+
+// heldCapLocked returns how many jobs the run may hold (prefetched plus
+// running) at now: maxHeld, or twice Concurrency for a queue whose
+// concurrency or per-key limit does not bind (prefetchFree), as for an
+// unlimited queue (issue 43: without prefetch, a limited queue's handlers
+// waited for every claim). A limit that does not bind leaves room for the
+// prefetched jobs, and every claim still counts them against the limit, so
+// the limit holds as exactly as without; once a claim comes back short
+// while due jobs wait (noteBinding), the run holds no more than it runs
+// for limitBindHold. Not in a RunGroup, whose claims take only what its
+// budget lets start (prepaid). Called with r.mu held.
+func (r *runner[T]) heldCapLocked(now time.Time) int {
+	if r.prefetchFree && !r.prepaid && !now.Before(r.bindingUntil) {
+		return 2 * r.cfg.Concurrency
+	}
+	return r.maxHeld
+}
+
+// prefetchesFree reports whether a worker of spec with the given
+// Concurrency may prefetch while the queue's limits do not bind (see
+// heldCapLocked): a queue with a concurrency or per-key limit and no rate
+// limit, whose concurrency limit, if any, is at least limitPrefetchRatio
+// times the worker's Concurrency. Against a smaller limit a worker's
+// prefetched jobs would be a large share of it, and a worker that frees
+// and takes back its own slots sees no short claim, so it would keep them
+// held while other processes' handlers wait for slots.
+func prefetchesFree(spec QueueSpec, concurrency int) bool {
+	return spec.limited() && spec.RateCount == 0 &&
+		(spec.LimitConcurrency == 0 || spec.LimitConcurrency >= limitPrefetchRatio*concurrency)
+}
+
+// limitPrefetchRatio is how many times a worker's Concurrency a queue's
+// concurrency limit must be for the worker to prefetch (prefetchesFree).
+const limitPrefetchRatio = 8
+
+// limitBindHold is how long a run of a limited queue prefetches nothing
+// after a claim that a limit held back.
+const limitBindHold = 5 * time.Second
+
+// noteBinding records that a claim came back short while due jobs waited:
+// a limit binds (see heldCapLocked).
+func (r *runner[T]) noteBinding(now time.Time) {
+	r.mu.Lock()
+	r.bindingUntil = now.Add(limitBindHold)
+	r.mu.Unlock()
 }
 
 // useStore makes the run and its parts run their statements on s.
@@ -488,16 +547,44 @@ func (r *runner[T]) forget(e *entry[T]) {
 // settled takes back a batch of results the completer wrote: the jobs are
 // no longer held, whether the statement matched them or their lease was
 // lost. It wakes the fetcher: capacity is free, and for a limited or
-// serial queue the jobs these held back can be claimed now.
+// serial queue the jobs these held back can be claimed now. When this
+// worker cannot claim them itself (it is stopping, or has less room than
+// a claim needs) and its last claim came back short (jobs were held back),
+// it tells the queue's workers in other processes (see notifySettled).
 func (r *runner[T]) settled(batch []*entry[T]) {
 	r.mu.Lock()
 	for _, e := range batch {
 		r.forget(e)
 	}
+	full := r.stopped || r.heldCapLocked(time.Now())-r.inflight < r.minClaim
 	r.mu.Unlock()
 	signal(r.capacityFreed)
 	if r.spec.Serial || r.spec.limited() {
 		signal(r.claimable)
+		// After a claim that took all it asked for, nothing was held back
+		// that others wait for: a burn-down sends no NOTIFY per batch.
+		if full && r.lastShort.Load() && r.spec.settlesFree() {
+			r.notifySettled()
+		}
+	}
+}
+
+// notifySettled wakes the workers of the queue in every process with a
+// NOTIFY on its channel: jobs this worker settled free room that other
+// processes' claims wait for (a slot of the concurrency limit, of a key's
+// per-key limit, a serial key), which they would otherwise find only at
+// their next poll (limitPoll, or PollInterval for a serial key). The
+// requests of one pool coalesce into one NOTIFY in flight (owner.notify),
+// so a worker sends at most one per statement's round trip however fast
+// it settles jobs; a queue declared with notify: false has no channel and
+// sends none.
+func (r *runner[T]) notifySettled() {
+	if r.spec.Channel == "" || r.owner == nil {
+		return
+	}
+	o := acquire(r.w.pool)
+	if !o.notify(r.spec.Channel) {
+		o.release()
 	}
 }
 

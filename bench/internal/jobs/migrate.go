@@ -539,4 +539,54 @@ CREATE TRIGGER "_skipjack_workflow_hold" BEFORE UPDATE OF "run_at" ON "skipjack"
     EXECUTE FUNCTION "skipjack"."_skipjack_workflow_hold"();
 `,
 	},
+	{
+		Version: 7,
+		Name:    "0007_skipjack_add_perkey",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE "skipjack"."perkey" (
+    "id" bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    "state" text NOT NULL DEFAULT 'pending' CHECK ("state" IN ('pending', 'running', 'completed', 'failed')),
+    "payload" jsonb NOT NULL CHECK (jsonb_typeof("payload") = 'object'),
+    "run_at" timestamptz NOT NULL DEFAULT now(),
+    "priority" smallint NOT NULL DEFAULT 0 CHECK ("priority" BETWEEN 0 AND 9),
+    "attempt" integer NOT NULL DEFAULT 0,
+    "max_attempts" integer NOT NULL DEFAULT 25 CHECK ("max_attempts" > 0),
+    "created_at" timestamptz NOT NULL DEFAULT now(),
+    "claim" integer NOT NULL DEFAULT 0,
+    "rescues" integer NOT NULL DEFAULT 0,
+    "lease_expires_at" timestamptz,
+    "worker" text,
+    "finished_at" timestamptz,
+    "errors" jsonb NOT NULL DEFAULT '[]',
+    "cancel_requested" boolean NOT NULL DEFAULT false,
+    "trace" jsonb,
+    CONSTRAINT "perkey_running_lease" CHECK ("state" <> 'running' OR "lease_expires_at" IS NOT NULL)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
+
+CREATE INDEX "perkey_claim_idx" ON "skipjack"."perkey" ("run_at", "id") WHERE "state" = 'pending';
+
+CREATE INDEX "perkey_lease_idx" ON "skipjack"."perkey" ("lease_expires_at") WHERE "lease_expires_at" IS NOT NULL;
+
+CREATE INDEX "perkey_completed_idx" ON "skipjack"."perkey" ("finished_at") WHERE "state" = 'completed';
+
+CREATE INDEX "perkey_failed_idx" ON "skipjack"."perkey" ("finished_at") WHERE "state" = 'failed';
+
+CREATE OR REPLACE FUNCTION "skipjack"."perkey_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- Producers that wake workers themselves after their commit (the
+    -- generated Enqueue on a pool) set skipjack.quiet for their insert.
+    IF current_setting('skipjack.quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM pg_notify('skipjack.perkey', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER "perkey_notify" AFTER INSERT ON "skipjack"."perkey"
+    FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."perkey_notify"();
+`,
+	},
 }
