@@ -324,14 +324,18 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, short, err := r.claimRows(ctx, r.claimBufs.take(), limit, inTurn)
+	plan := r.floor.plan(start, limit)
+	rows, at, short, err := r.claimRows(ctx, r.claimBufs.take(), plan, inTurn)
 	turnWaited := inTurn && errors.Is(err, errTurnWaited)
 	if turnWaited {
 		r.log.Warn("skipjack: a claim waited too long for its turn; claiming without turns for a while (pg_locks shows who holds the advisory lock)",
 			"error", err, "without_turns_for", turnPause)
-		rows, short, err = r.claimRows(ctx, rows[:0], limit, false)
+		rows, at, short, err = r.claimRows(ctx, rows[:0], plan, false)
 	}
 	took := time.Since(start)
+	if err == nil {
+		r.floor.claimed(plan, rows, at)
+	}
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
 		// The unique index of running serial keys refused the claim: a
 		// job of one of its keys was claimed (or made running) by a
@@ -415,7 +419,9 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if len(rows) < limit {
 		signal(r.capacityFreed)
 	}
-	res := claimResult{limit: limit, n: len(rows), turnWaited: turnWaited, err: err}
+	// A sweep that took its few jobs counts as full: the claim after it
+	// takes the rest from the floors it lowered.
+	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {
 			res.minID = row.ID
@@ -433,7 +439,11 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 // processes, so that each counts the jobs the ones before it claimed, and
 // steers the planner to the claim's index scans. When a limited claim comes
 // back short, the same transaction asks why (Headroom) and returns it.
-func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, inTurn bool) ([]ClaimedRow, *headroom, error) {
+//
+// A floored plan runs ClaimFrom, whose statement's clock it returns (the
+// zero time for other plans, or when nothing was claimed).
+func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, plan claimPlan, inTurn bool) ([]ClaimedRow, time.Time, *headroom, error) {
+	limit := plan.limit
 	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
 		s := r.store
 		if inTurn && r.inTurn != nil {
@@ -441,10 +451,15 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 		} else if r.steered != nil {
 			s = r.steered
 		}
+		if fs, ok := s.(floorStore); ok && plan.floored {
+			rows, at, err := fs.ClaimFrom(ctx, dst, limit, r.spec.Lease, r.liveness.id, plan.floors)
+			return rows, at, nil, err
+		}
 		rows, err := s.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
-		return rows, nil, err
+		return rows, time.Time{}, nil, err
 	}
 	rows := dst
+	var at time.Time
 	var short *headroom
 	err := pgx.BeginTxFunc(ctx, r.control, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		qs := r.w.bind(tx).(limitStore)
@@ -452,7 +467,12 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 			return fmt.Errorf("admit: %w", err)
 		}
 		var err error
-		if rows, err = qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id); err != nil {
+		if fs, ok := qs.(floorStore); ok && plan.floored {
+			rows, at, err = fs.ClaimFrom(ctx, dst, limit, r.spec.Lease, r.liveness.id, plan.floors)
+		} else {
+			rows, err = qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
+		}
+		if err != nil {
 			return err
 		}
 		// A per-key claim leaves the jobs it picked beyond their key's
@@ -477,7 +497,7 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 		}
 		return nil
 	})
-	return rows, short, err
+	return rows, at, short, err
 }
 
 // claimBufs is the free list of the slices claims scan their rows into:
