@@ -88,7 +88,7 @@ mutants=(
   # pinned horizon makes every claim walk every job claimed since the pin;
   # without sweeps, a job enqueued below the floors is never claimed.
   "claim-without-floors :: skipjackimpl/floor.go :: s/^\t\tfloored: true,$/\t\tfloored: false,/ :: TestFlooredClaimUnderPinnedHorizon :: ."
-  "floors-never-swept :: skipjackimpl/floor.go :: s/if now.Sub(f.sweptAt) >= f.every {/if false {/ :: TestJobBelowFloorIsClaimed :: ."
+  "floors-never-swept :: skipjackimpl/floor.go :: s/if now.Sub(f.sweptAt) >= max(f.every, sweepShare\\*f.took) {/if false {/ :: TestJobBelowFloorIsClaimed :: ."
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go

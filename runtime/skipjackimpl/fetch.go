@@ -336,6 +336,9 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if err == nil {
 		r.floor.claimed(plan, rows, at)
 	}
+	if !plan.floored {
+		r.floor.swept(took)
+	}
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
 		// The unique index of running serial keys refused the claim: a
 		// job of one of its keys was claimed (or made running) by a

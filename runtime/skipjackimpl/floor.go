@@ -26,6 +26,15 @@ const floorSlack = time.Second
 // once) start from the floors it lowered to what it found.
 const sweepLimit = 1
 
+// sweepShare bounds the time a worker's claims spend sweeping: a sweep
+// follows the last one after PollInterval, or after sweepShare times as
+// long as the last one took when that is longer. A sweep under a pinned
+// horizon walks the entry of every job claimed since the pin began (at
+// 1,000 jobs/s, 300,000 after 5 minutes), and a claim in flight holds
+// capacity that jobs would otherwise be claimed with; below-floor jobs,
+// rare, wait longer while it lasts.
+const sweepShare = 10
+
 // floors are the keys of the claim index from which a floored claim reads:
 // for each priority p (only 0 for a queue without priorities), the jobs
 // whose (run_at, id) is at least (runAts[p], ids[p]). The zero time is
@@ -51,8 +60,9 @@ type floors struct {
 // (by another process, or by an old skipjack), or left pending by a claim
 // that rolled back after locking them. So every every (the worker's
 // PollInterval, the longest a job waits for a claim when no notification
-// finds it) one claim reads the whole index: a sweep, which claims at
-// most sweepLimit jobs and lowers the floors to what it found.
+// finds it; longer while sweeps are slow, see sweepShare) one claim reads
+// the whole index: a sweep, which claims at most sweepLimit jobs and
+// lowers the floors to what it found.
 //
 // Queues with a serial key or a per-key limit have no floors: their claims
 // pass over due jobs that wait for their key.
@@ -61,7 +71,8 @@ type claimFloor struct {
 
 	mu      sync.Mutex
 	at      floors
-	sweptAt time.Time // when the last sweep was sent
+	sweptAt time.Time     // when the last sweep was sent
+	took    time.Duration // how long the last sweep took
 }
 
 // newClaimFloor returns the floors of a queue with ten priorities or one,
@@ -83,7 +94,8 @@ type claimPlan struct {
 }
 
 // plan returns the plan of a claim sent at now that may take limit jobs:
-// a sweep when every has passed since the last one, else floored. A nil
+// a sweep when every (or sweepShare times the last sweep's duration) has
+// passed since the last one, else floored. A nil
 // claimFloor (a worker without floors) plans unfloored claims.
 func (f *claimFloor) plan(now time.Time, limit int) claimPlan {
 	if f == nil {
@@ -91,7 +103,7 @@ func (f *claimFloor) plan(now time.Time, limit int) claimPlan {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if now.Sub(f.sweptAt) >= f.every {
+	if now.Sub(f.sweptAt) >= max(f.every, sweepShare*f.took) {
 		f.sweptAt = now
 		return claimPlan{limit: min(limit, sweepLimit)}
 	}
@@ -138,6 +150,16 @@ func (f *claimFloor) claimed(p claimPlan, rows []ClaimedRow, at time.Time) {
 			f.at.runAts[k], f.at.ids[k] = cut, 0
 		}
 	}
+}
+
+// swept records how long a sweep took.
+func (f *claimFloor) swept(took time.Duration) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.took = took
 }
 
 // released lowers the floors to the jobs given back pending with their

@@ -67,6 +67,20 @@ func TestClaimFloor(t *testing.T) {
 			want: []key{{t0.Add(-time.Hour), 3}},
 		},
 		{
+			name: "a slow sweep spaces the next one out",
+			steps: func(f *claimFloor) {
+				f.plan(t0.Add(time.Second), 10)
+				f.swept(300 * time.Millisecond)
+				if p := f.plan(t0.Add(3*time.Second), 10); !p.floored {
+					t.Errorf("plan 2s after a sweep of 300ms = %+v, want floored (the next sweep after 3s)", p)
+				}
+				if p := f.plan(t0.Add(4*time.Second), 10); p.floored {
+					t.Errorf("plan 3s after a sweep of 300ms = %+v, want a sweep", p)
+				}
+			},
+			want: []key{{}},
+		},
+		{
 			name: "a release lowers the floor to the released job",
 			steps: func(f *claimFloor) {
 				f.claimed(f.plan(t0, 10), []ClaimedRow{row(0, t0.Add(-time.Minute), 50), row(0, t0.Add(-time.Minute), 51)}, t0)
