@@ -39,7 +39,7 @@ func TestFrozenClaimerDoesNotStopLimitedQueue(t *testing.T) {
 	}
 	c := startChild(t, "paced", pool)
 	// Caught holding the queue's lock, idle in its claim's transaction.
-	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|Headroom) '`)
+	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|ClaimFrom|Headroom) '`)
 	var ran atomic.Int64
 	start(t, paced.NewWorker(pool, func(context.Context, *paced.Job) error {
 		ran.Add(1)
@@ -70,7 +70,7 @@ func TestFrozenReaderReleasesItsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "bigclaim", pool)
-	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim '`)
+	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim(From)? '`)
 	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error { return nil },
 		skipjack.WorkerConfig{Concurrency: 50, Logger: quietLogger(t)}))
 	// The server ends the frozen claim's session once its rows stay unread
