@@ -619,7 +619,7 @@ func (r *sysRun) endPhase(ctx context.Context, res *phaseResult, note string) {
 		coalesce(sum(shared_blks_hit + shared_blks_read), 0)::bigint
 		FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
-		  AND query ~ 'name: (Claim|JobGetAvailable) '`, r.db).Scan(&res.Claims, &res.ClaimedJobs, &res.ClaimBufs)
+		  AND query ~ 'name: (Claim|ClaimFrom|JobGetAvailable) '`, r.db).Scan(&res.Claims, &res.ClaimedJobs, &res.ClaimBufs)
 }
 
 // fault runs phase i's adversity until ctx ends (or, for one-off faults,

@@ -74,6 +74,47 @@ func (q *Queries) Complete(ctx context.Context, ids []int64) ([]CompleteRow, err
 }
 `
 
+// sqlcClaimFrom is ClaimFrom as sqlc writes it: Claim's columns and the
+// statement's clock, in a row type of its own.
+const sqlcClaimFrom = `
+// ClaimFrom runs the ClaimFrom statement of queries.sql.
+func (q *Queries) ClaimFrom(ctx context.Context, lease time.Duration, floorRunAts []time.Time) ([]ClaimFromRow, error) {
+	rows, err := q.db.Query(ctx, claimFrom, lease, floorRunAts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimFromRow
+	for rows.Next() {
+		var i ClaimFromRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Payload,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+`
+
+// queryNamed returns the entry of intoQueries named name.
+func queryNamed(t *testing.T, name string) intoQuery {
+	t.Helper()
+	for _, q := range intoQueries {
+		if q.name == name {
+			return q
+		}
+	}
+	t.Fatalf("no query %s in intoQueries", name)
+	return intoQuery{}
+}
+
 // TestAddInto checks that the Into variant of a query is sqlc's query
 // appending to dst and scanning into one row with one list of fields,
 // whether sqlc wrote Scan's fields one per line or on one line, written
@@ -88,6 +129,7 @@ func TestAddInto(t *testing.T) {
 		query   string   // the query given an Into variant; every one of intoQueries when empty
 		want    []string // in the output, in this order
 		wantErr string
+		added   int // Into variants added, when not one per query of src
 	}{
 		{
 			name:  "sqlc's Claim, scanned one field per line",
@@ -96,7 +138,7 @@ func TestAddInto(t *testing.T) {
 			want: []string{
 				"func (q *Queries) Claim(ctx context.Context, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {",
 				"\t\tvar i ClaimRow\n\t\tif err := rows.Scan(\n\t\t\t&i.ID,\n\t\t\t&i.Payload,\n\t\t); err != nil {\n",
-				intoDoc("Claim") + "func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {\n" +
+				intoDoc(intoQuery{name: "Claim", row: "ClaimRow"}) + "func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, max int32) ([]ClaimRow, error) {\n" +
 					"\trows, err := q.db.Query(ctx, claim, lease, worker, max)\n",
 				"\titems := dst\n\tvar i ClaimRow\n\tscan := []any{\n\t\t&i.ID,\n\t\t&i.Payload,\n\t}\n\tfor rows.Next() {\n" +
 					"\t\tif err := rows.Scan(scan...); err != nil {\n\t\t\treturn nil, err\n\t\t}\n\t\titems = append(items, i)\n\t}\n",
@@ -110,10 +152,30 @@ func TestAddInto(t *testing.T) {
 				"func (q *Queries) ClaimInto(",
 				"\treturn items, nil\n}\n\nconst complete",
 				"\t\tif err := rows.Scan(&i.ID, &i.At); err != nil {\n",
-				intoDoc("Complete") + "func (q *Queries) CompleteInto(ctx context.Context, dst []CompleteRow, ids []int64) ([]CompleteRow, error) {\n",
+				intoDoc(intoQuery{name: "Complete", row: "CompleteRow"}) + "func (q *Queries) CompleteInto(ctx context.Context, dst []CompleteRow, ids []int64) ([]CompleteRow, error) {\n",
 				"\titems := dst\n\tvar i CompleteRow\n\tscan := []any{&i.ID, &i.At}\n\tfor rows.Next() {\n" +
 					"\t\tif err := rows.Scan(scan...); err != nil {\n\t\t\treturn nil, err\n\t\t}\n\t\titems = append(items, i)\n\t}\n",
 			},
+		},
+		{
+			name:  "ClaimFrom, scanned into Claim's row, its clock returned apart",
+			src:   sqlcClaim + sqlcClaimFrom,
+			query: "ClaimFrom",
+			added: 1,
+			want: []string{
+				"\t\tvar i ClaimFromRow\n",
+				intoDoc(intoQuery{name: "ClaimFrom", row: "ClaimRow", at: "ClaimedAt"}) +
+					"func (q *Queries) ClaimFromInto(ctx context.Context, dst []ClaimRow, lease time.Duration, floorRunAts []time.Time) ([]ClaimRow, time.Time, error) {\n" +
+					"\trows, err := q.db.Query(ctx, claimFrom, lease, floorRunAts)\n\tif err != nil {\n\t\treturn nil, time.Time{}, err\n",
+				"\titems := dst\n\tvar i ClaimRow\n\tvar at time.Time\n\tscan := []any{\n\t\t&i.ID,\n\t\t&i.Payload,\n\t\t&at,\n\t}\n",
+				"\treturn items, at, nil\n}\n",
+			},
+		},
+		{
+			name:  "no ClaimFrom: nothing added for it",
+			src:   sqlcClaim,
+			query: "ClaimFrom",
+			want:  []string{"func (q *Queries) Claim(", "const complete"},
 		},
 		{
 			name:    "no Complete",
@@ -144,7 +206,7 @@ func TestAddInto(t *testing.T) {
 			var out []byte
 			var err error
 			if tt.query != "" {
-				out, err = addQueryInto([]byte(tt.src), tt.query)
+				out, err = addQueryInto([]byte(tt.src), queryNamed(t, tt.query))
 			} else {
 				out, err = addInto([]byte(tt.src))
 			}
@@ -165,7 +227,11 @@ func TestAddInto(t *testing.T) {
 				}
 				rest = rest[i+len(w):]
 			}
-			if got, want := strings.Count(string(out), "rows.Scan("), 2*strings.Count(tt.src, "rows.Scan("); got != want {
+			want := 2 * strings.Count(tt.src, "rows.Scan(")
+			if tt.query == "ClaimFrom" {
+				want = strings.Count(tt.src, "rows.Scan(") + tt.added
+			}
+			if got := strings.Count(string(out), "rows.Scan("); got != want {
 				t.Errorf("rows.Scan appears %d times, want %d (each query's and its Into variant's)", got, want)
 			}
 		})

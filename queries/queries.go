@@ -91,6 +91,21 @@ type Queue struct {
 	// AdmitKey is the transaction-scoped advisory lock that serializes
 	// the limited claims of the queue.
 	AdmitKey int64
+	// Floored renders the claim as ClaimFrom's: one that reads the claim
+	// index from a floor per priority on (see Floor).
+	Floored bool
+}
+
+// Floorable reports whether the queue has ClaimFrom, the claim that reads
+// the claim index from a floor on. A queue with a serial key or a per-key
+// limit has none: its claims pass over due jobs that wait for their key,
+// which a floor raised past them would hide until the next Claim.
+func (q Queue) Floorable() bool { return q.SerialSame == "" && q.PerKey == 0 }
+
+// Floor returns q rendering ClaimFrom instead of Claim.
+func (q Queue) Floor() Queue {
+	q.Floored = true
+	return q
 }
 
 // Limited reports whether the queue declares a limit, whose claims take

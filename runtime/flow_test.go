@@ -218,7 +218,7 @@ func (l *claimLog) pool(t *testing.T, pool *pgxpool.Pool) *pgxpool.Pool {
 }
 
 func (l *claimLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.HasPrefix(d.SQL, "-- name: Claim ") {
+	if strings.HasPrefix(d.SQL, "-- name: Claim ") || strings.HasPrefix(d.SQL, "-- name: ClaimFrom ") {
 		return context.WithValue(ctx, claimStart{}, time.Now())
 	}
 	return ctx

@@ -46,7 +46,7 @@ func TestFrozenClaimerDoesNotStopLimitedQueue(t *testing.T) {
 	}
 	c := startChild(t, "tenanted", pool)
 	// Caught holding the queue's lock, idle in its claim's transaction.
-	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|Headroom) '`)
+	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|ClaimFrom|Headroom) '`)
 	var ran atomic.Int64
 	start(t, tenanted.NewWorker(pool, func(context.Context, *tenanted.Job) error {
 		ran.Add(1)
@@ -77,7 +77,7 @@ func TestFrozenReaderReleasesItsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "bigclaim", pool)
-	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim '`)
+	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim(From)? '`)
 	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error { return nil },
 		skipjack.WorkerConfig{Concurrency: 50, Logger: quietLogger(t)}))
 	// The server ends the frozen claim's session once its rows stay unread

@@ -98,6 +98,11 @@ mutants=(
   "cancel-keeps-eleven-errors :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Cancel :execrows/,/ELSE t.\"errors\" END/s/+ 1 - 10$/+ 1 - 11/ :: TestCancelKeepsLastTenErrors :: ."
   "completetx-result-dropped :: skipjackimpl/execute.go :: s/^\tqueue := !e.lost.Load() \&\& !e.abandoned$/\tqueue := !e.lost.Load() \&\& !e.abandoned \&\& !(acked \&\& completed)/ :: TestCompleteTxEveryOutcome :: ."
   "completetx-wait-counted-twice :: skipjackimpl/counts.go :: s/if e.startedAt.IsZero() || e.txAcked.Load() {/if e.startedAt.IsZero() {/ :: TestActivityCountsDeletedJobs :: ."
+  # Claims read the claim index from floors (issue 42): without them, a
+  # pinned horizon makes every claim walk every job claimed since the pin;
+  # without sweeps, a job enqueued below the floors is never claimed.
+  "claim-without-floors :: skipjackimpl/floor.go :: s/^\t\tfloored: true,$/\t\tfloored: false,/ :: TestFlooredClaimUnderPinnedHorizon :: ."
+  "floors-never-swept :: skipjackimpl/floor.go :: s/if now.Sub(f.sweptAt) >= max(f.every, sweepShare\\*f.took) {/if false {/ :: TestJobBelowFloorIsClaimed :: ."
 )
 
 # What the feature layer promises (docs/reference.md), one SQL and one Go
@@ -110,8 +115,8 @@ feature_mutants=(
   "enqueue-many-runat-ignored :: skipjackimpl/queue.go :: s/^\trunAt := o.RunAt$/\trunAt := (*time.Time)(nil)/ :: TestEnqueueOptionsRows :: ."
   "enqueue-delay-subtracted :: internal/testqueue/ranked/internal/db/queries.sql.go :: /-- name: EnqueueQuiet/,/RETURNING/s/now() + \$3::interval/now() - \$3::interval/ :: TestEnqueueOptionsRows :: ."
   "unique-enqueue-many-runat-ignored :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: EnqueueBatch/,/ON CONFLICT/s/COALESCE(\$1::timestamptz,/COALESCE(NULLIF(\$1::timestamptz, \$1::timestamptz),/ :: TestUniqueEnqueueManyOptions :: ."
-  "claim-ignores-run-at :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/WHERE c.\"state\" = 'pending' AND c.\"run_at\" <= now()/WHERE c.\"state\" = 'pending'/ :: TestNeverClaimedBeforeRunAt :: ."
-  "claim-ignores-run-at-priority :: internal/testqueue/ranked/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/ AND c.\"run_at\" <= now()$// :: TestNeverClaimedBeforeRunAt :: ."
+  "claim-ignores-run-at :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/WHERE c.\"state\" = 'pending' AND c.\"run_at\" <= now()/WHERE c.\"state\" = 'pending'/ :: TestNeverClaimedBeforeRunAt :: ."
+  "claim-ignores-run-at-priority :: internal/testqueue/ranked/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/ AND c.\"run_at\" <= now()$// :: TestNeverClaimedBeforeRunAt :: ."
   "unique-retry-all-sharing-a-key :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND o.\"id\" < t.\"id\"/AND false/ :: TestUniqueRetrySharedKey :: ."
   "unique-retry-none-sharing-a-key :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND o.\"id\" < t.\"id\"/AND o.\"id\" <> t.\"id\"/ :: TestUniqueRetrySharedKey :: ."
   "unique-index-drops-running :: internal/testqueue/migrate.go :: /uniq_unique_idx/s/IN ('pending', 'running')/IN ('pending')/ :: TestUniqueLifecycle|TestUniqueRescue :: ."
@@ -134,9 +139,9 @@ feature_mutants=(
   "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
   "tableadmin-cancel-not-notified :: ../cmd/skipjack/internal/tableadmin/tableadmin.go :: s/err = a.tellWorkers(ctx, noteCancel)/err = nil/ :: TestCancelAndPauseNotifyWorkers :: ../cmd/skipjack/internal/tableadmin"
   "cli-ui-allowed-host-dropped :: ../cmd/skipjack/ui.go :: s/AllowedHosts: append(listenName(o.listen, ln.Addr()), o.allowedHosts...),/AllowedHosts: listenName(o.listen, ln.Addr()),/ :: TestUIAllowedHost :: ../cmd/skipjack"
-  "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
+  "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
   "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
-  "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers :: ."
+  "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers :: ."
   # Issue 40: slots of per/100 rounded down (per 1099ms: 10ms) count a
   # window shorter than per; a slot logged in another size runs ahead of the
   # clock and, counted, never leaves the window.
@@ -193,8 +198,8 @@ feature_mutants=(
   # charts' counts, plain-index repair, the dashboard's Scheduled filter and
   # group retry, the CLI's stats and queues output, update migrations'
   # lock_timeout).
-  "paused-concurrency-claimed :: internal/testqueue/capped/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'capped' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
-  "paused-rate-claimed :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'paced' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
+  "paused-concurrency-claimed :: internal/testqueue/capped/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'capped' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
+  "paused-rate-claimed :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'paced' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
   "paused-serial-claimed :: internal/testqueue/keyed/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'keyed' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
   "paused-per-key-claimed :: internal/testqueue/tenanted/internal/db/queries.sql.go :: /-- name: Claim :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'tenanted' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestGate3PauseHoldsEveryClaimVariant :: ."
   "settled-per-key-no-wake :: skipjackimpl/worker.go :: s/if r.spec.Serial || r.spec.limited() {/if r.spec.Serial || (r.spec.limited() \&\& r.spec.PerKeyConcurrency == 0) {/ :: TestGate3SettledBatchWakesLimitedClaimer :: ."

@@ -104,6 +104,14 @@ type claimIntoQueries[C ClaimRow] interface {
 	ClaimInto(ctx context.Context, dst []C, lease time.Duration, worker string, max int32) ([]C, error)
 }
 
+// claimFromQueries is the ClaimFromInto that skipjack generates for a
+// queue without a serial key or a per-key limit: the claim that reads the
+// claim index from a floor per priority on (see claimFloor), scanning
+// into the row type of Claim and returning the statement's clock.
+type claimFromQueries[C ClaimRow] interface {
+	ClaimFromInto(ctx context.Context, dst []C, lease time.Duration, worker string, floorRunAts []time.Time, floorIDs []int64, max int32) ([]C, time.Time, error)
+}
+
 // completeIntoQueries is the CompleteInto of claimIntoQueries' comment.
 type completeIntoQueries[K CompleteRow] interface {
 	CompleteInto(ctx context.Context, dst []K, ids []int64, claims []int32, waits []int64) ([]K, error)
@@ -194,6 +202,9 @@ type binding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRow, 
 	// q's ClaimInto and CompleteInto; nil for queries generated before them.
 	claimInto    claimIntoQueries[C]
 	completeInto completeIntoQueries[K]
+	// q's ClaimFromInto; nil for queries generated before it, and for
+	// queues with a serial key or a per-key limit.
+	claimFrom claimFromQueries[C]
 	// all runs q's EnqueueAll; NewQueue sets it.
 	all func(ctx context.Context, e enqueueAllParams) ([]skipjack.EnqueueResult, error)
 }
@@ -204,7 +215,19 @@ func newBinding[C ClaimRow, H HeartbeatRow, G, L RecordRow, S StatsRow, E CopyRo
 	b := binding[C, H, G, L, S, E, A, R, V, F, K]{q: q}
 	b.claimInto, _ = q.(claimIntoQueries[C])
 	b.completeInto, _ = q.(completeIntoQueries[K])
+	b.claimFrom, _ = q.(claimFromQueries[C])
 	return b
+}
+
+// claimsFrom reports whether the queries have ClaimFrom.
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) claimsFrom() bool { return b.claimFrom != nil }
+
+// ClaimFrom runs the claim that reads the claim index from floors on and
+// returns the rows appended to dst and the statement's clock (zero when it
+// claimed nothing). It must only be called when claimsFrom reports true.
+func (b binding[C, H, G, L, S, E, A, R, V, F, K]) ClaimFrom(ctx context.Context, dst []ClaimedRow, limit int, lease time.Duration, worker string, floors floors) ([]ClaimedRow, time.Time, error) {
+	rows, at, err := b.claimFrom.ClaimFromInto(ctx, sameRows[C](dst), lease, worker, floors.runAts, floors.ids, int32(limit))
+	return sameRows[ClaimedRow](rows), at, err
 }
 
 func (b binding[C, H, G, L, S, E, A, R, V, F, K]) Claim(ctx context.Context, dst []ClaimedRow, limit int, lease time.Duration, worker string) ([]ClaimedRow, error) {

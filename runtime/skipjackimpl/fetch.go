@@ -323,14 +323,21 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	rows, short, err := r.claimRows(ctx, r.claimBufs.take(), limit, inTurn)
+	plan := r.floor.plan(start, limit)
+	rows, at, short, err := r.claimRows(ctx, r.claimBufs.take(), plan, inTurn)
 	turnWaited := inTurn && errors.Is(err, errTurnWaited)
 	if turnWaited {
 		r.log.Warn("skipjack: a claim waited too long for its turn; claiming without turns for a while (pg_locks shows who holds the advisory lock)",
 			"error", err, "without_turns_for", turnPause)
-		rows, short, err = r.claimRows(ctx, rows[:0], limit, false)
+		rows, at, short, err = r.claimRows(ctx, rows[:0], plan, false)
 	}
 	took := time.Since(start)
+	if err == nil {
+		r.floor.claimed(plan, rows, at)
+	}
+	if !plan.floored {
+		r.floor.swept(took)
+	}
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
 		// The unique index of running serial keys refused the claim: a
 		// job of one of its keys was claimed (or made running) by a
@@ -417,8 +424,10 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if len(rows) < limit {
 		signal(r.capacityFreed)
 	}
-	r.lastShort.Store(len(rows) < limit)
-	res := claimResult{limit: limit, n: len(rows), turnWaited: turnWaited, err: err}
+	// A sweep that took its few jobs counts as full: the claim after it
+	// takes the rest from the floors it lowered.
+	r.lastShort.Store(len(rows) < plan.limit)
+	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {
 			res.minID = row.ID
@@ -433,7 +442,11 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 // queue's turn (see claimBatch). A queue with limits or a serial key
 // claims after Admit (see admittedClaim). When a limited claim comes back
 // short, it asks why (Headroom) and returns the answer.
-func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, inTurn bool) ([]ClaimedRow, *headroom, error) {
+//
+// A floored plan runs ClaimFrom, whose statement's clock it returns (the
+// zero time for other plans, or when nothing was claimed).
+func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, plan claimPlan, inTurn bool) ([]ClaimedRow, time.Time, *headroom, error) {
+	limit := plan.limit
 	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
 		s := r.store
 		if inTurn && r.inTurn != nil {
@@ -441,45 +454,57 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, limit int, 
 		} else if r.steered != nil {
 			s = r.steered
 		}
+		if fs, ok := s.(floorStore); ok && plan.floored {
+			rows, at, err := fs.ClaimFrom(ctx, dst, limit, r.spec.Lease, r.liveness.id, plan.floors)
+			return rows, at, nil, err
+		}
 		rows, err := s.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
-		return rows, nil, err
+		return rows, time.Time{}, nil, err
 	}
-	rows, err := r.admittedClaim(ctx, dst, limit)
+	rows, at, err := r.admittedClaim(ctx, dst, plan)
 	if err != nil || len(rows) >= limit || !r.spec.limited() {
-		return rows, nil, err
+		return rows, at, nil, err
 	}
 	// Why the claim came back short, asked after its transaction ended
 	// (the answer only says when to claim next), and only then: a claim
 	// that filled its limit needs no answer.
 	h, err := r.store.(limitStore).Headroom(ctx)
 	if err != nil {
-		return rows, nil, fmt.Errorf("headroom: %w", err)
+		return rows, at, nil, fmt.Errorf("headroom: %w", err)
 	}
-	return rows, &h, nil
+	return rows, at, &h, nil
 }
 
 // admittedClaim runs the claim of a queue with limits or a serial key:
-// Admit, then Claim, in one transaction on the control pool and, through
-// admitBatch, in one round trip. Admit makes the claims of a limited queue
-// take turns across all processes, so that each counts the jobs the ones
-// before it claimed, and steers the planner to the claim's index scans.
-func (r *runner[T]) admittedClaim(ctx context.Context, dst []ClaimedRow, limit int) ([]ClaimedRow, error) {
+// Admit, then Claim (ClaimFrom for a floored plan, returning its clock),
+// in one transaction on the control pool and, through admitBatch, in one
+// round trip. Admit makes the claims of a limited queue take turns across
+// all processes, so that each counts the jobs the ones before it claimed,
+// and steers the planner to the claim's index scans.
+func (r *runner[T]) admittedClaim(ctx context.Context, dst []ClaimedRow, plan claimPlan) ([]ClaimedRow, time.Time, error) {
+	limit := plan.limit
 	if r.spec.PerKeyConcurrency == 0 {
 		qs := r.w.bind(&admitBatch{db: r.control}).(limitStore)
 		if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
-			return dst, fmt.Errorf("admit: %w", err)
+			return dst, time.Time{}, fmt.Errorf("admit: %w", err)
 		}
-		return qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
+		if fs, ok := qs.(floorStore); ok && plan.floored {
+			return fs.ClaimFrom(ctx, dst, limit, r.spec.Lease, r.liveness.id, plan.floors)
+		}
+		rows, err := qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
+		return rows, time.Time{}, err
 	}
+	// A per-key queue has no ClaimFrom (the generator leaves it out):
+	// its claims pass over jobs waiting for their key.
 	conn, err := r.control.Acquire(ctx)
 	if err != nil {
-		return dst, fmt.Errorf("acquire: %w", err)
+		return dst, time.Time{}, fmt.Errorf("acquire: %w", err)
 	}
 	defer conn.Release()
 	ab := &admitBatch{db: conn, begin: true}
 	qs := r.w.bind(ab).(limitStore)
 	rows, err := r.perKeyClaims(ctx, qs, dst, limit)
-	return rows, ab.finish(ctx, err)
+	return rows, time.Time{}, ab.finish(ctx, err)
 }
 
 // perKeyClaims runs the claims of one turn of a queue with a per-key

@@ -95,6 +95,57 @@ WITH args AS (
 )
 SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace" FROM claimed;
 
+-- name: ClaimFrom :many
+-- ClaimFrom is Claim reading the claim index only from a floor on: of the jobs of priority p it considers those whose (run_at, id) is at least (floor_run_ats[p+1], floor_ids[p+1]) (every job has priority 0 here), so that the index scan starts past the entries of jobs claimed before the floor, which a pinned xmin horizon keeps in the index, dead, for every claim to walk. A job due before its floor waits for the next Claim. Each row also carries the statement's now() (claimed_at), from which the worker derives its next floors. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms, a hundredth of the declared window rounded up, in the queues table; the window counted as the last 105 of them, so a start stays counted for more than 104 slots: at least 4% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+WITH args AS (
+    -- The parameters, in the order of the unlimited Claim's.
+    SELECT sqlc.arg(lease)::interval AS "lease", sqlc.arg(worker)::text AS "worker", sqlc.arg(floor_run_ats)::timestamptz[] AS "floor_run_ats", sqlc.arg(floor_ids)::bigint[] AS "floor_ids", sqlc.arg(max)::integer AS "max"
+), clock AS (
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+), recent AS (
+    SELECT s."slot", s."n"
+    FROM "skipjack"."_skipjack_queues" AS q
+    CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
+    CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
+    WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
+), allowance AS (
+    SELECT greatest(0, least((SELECT "max" FROM args),
+        10000000 - coalesce((SELECT sum("n") FROM recent), 0)::integer)) AS "n"
+), picked AS (
+    SELECT c."id" FROM "skipjack"."paced" AS c
+    WHERE c."state" = 'pending' AND c."run_at" <= now()
+      AND (c."run_at", c."id") >= ((sqlc.arg(floor_run_ats)::timestamptz[])[1], (sqlc.arg(floor_ids)::bigint[])[1])
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'paced' AND "paused_at" IS NOT NULL)
+    ORDER BY c."run_at", c."id"
+    LIMIT (SELECT "n" FROM allowance)
+    FOR NO KEY UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE "skipjack"."paced" AS j
+    SET "state" = 'running',
+        "attempt" = j."attempt" + 1,
+        "claim" = j."claim" + 1,
+        "lease_expires_at" = now() + (SELECT "lease" FROM args),
+        "worker" = (SELECT "worker" FROM args)
+    WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+    RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
+), logged AS (
+    INSERT INTO "skipjack"."_skipjack_queues" AS q ("name", "rate_slots", "rate_counts")
+    SELECT 'paced', array_agg(x."slot" ORDER BY x."slot"), array_agg(x."n" ORDER BY x."slot")
+    FROM (
+        SELECT u."slot", sum(u."n")::integer AS "n"
+        FROM (
+            SELECT "slot", "n" FROM recent
+            UNION ALL
+            SELECT (SELECT "slot" FROM clock), (SELECT count(*) FROM claimed)::integer
+        ) AS u
+        GROUP BY u."slot"
+    ) AS x
+    HAVING (SELECT count(*) FROM claimed) > 0
+    ON CONFLICT ("name") DO UPDATE SET "rate_slots" = EXCLUDED."rate_slots", "rate_counts" = EXCLUDED."rate_counts"
+)
+SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace", now() AS "claimed_at" FROM claimed;
+
 -- name: Admit :exec
 -- Admit prepares the transaction in which a queue with limits or a serial key claims: it takes, until the transaction ends, the lock under which the queue's claims take turns; it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; and it has the server end the session if its client falls silent inside the transaction, or leaves the claim's rows unread, for longer than client_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the queue's lock, and the jobs it claimed, for as long as the client stays stopped.
 SELECT pg_advisory_xact_lock(-6242729897296398798), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('idle_in_transaction_session_timeout', sqlc.arg(client_timeout)::text, true), set_config('tcp_user_timeout', sqlc.arg(client_timeout)::text, true);

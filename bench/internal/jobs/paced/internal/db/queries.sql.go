@@ -218,6 +218,160 @@ func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Dura
 	return items, nil
 }
 
+const claimFrom = `-- name: ClaimFrom :many
+WITH args AS (
+    -- The parameters, in the order of the unlimited Claim's.
+    SELECT $1::interval AS "lease", $2::text AS "worker", $3::timestamptz[] AS "floor_run_ats", $4::bigint[] AS "floor_ids", $5::integer AS "max"
+), clock AS (
+    SELECT floor(extract(epoch FROM clock_timestamp()) * 1000 / 10)::bigint AS "slot"
+), recent AS (
+    SELECT s."slot", s."n"
+    FROM "skipjack"."_skipjack_queues" AS q
+    CROSS JOIN LATERAL generate_subscripts(q."rate_slots", 1) AS i
+    CROSS JOIN LATERAL (SELECT q."rate_slots"[i] AS "slot", q."rate_counts"[i] AS "n") AS s
+    WHERE q."name" = 'paced' AND s."slot" > (SELECT "slot" FROM clock) - 105
+      AND s."slot" <= (SELECT "slot" FROM clock)
+), allowance AS (
+    SELECT greatest(0, least((SELECT "max" FROM args),
+        10000000 - coalesce((SELECT sum("n") FROM recent), 0)::integer)) AS "n"
+), picked AS (
+    SELECT c."id" FROM "skipjack"."paced" AS c
+    WHERE c."state" = 'pending' AND c."run_at" <= now()
+      AND (c."run_at", c."id") >= (($3::timestamptz[])[1], ($4::bigint[])[1])
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'paced' AND "paused_at" IS NOT NULL)
+    ORDER BY c."run_at", c."id"
+    LIMIT (SELECT "n" FROM allowance)
+    FOR NO KEY UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE "skipjack"."paced" AS j
+    SET "state" = 'running',
+        "attempt" = j."attempt" + 1,
+        "claim" = j."claim" + 1,
+        "lease_expires_at" = now() + (SELECT "lease" FROM args),
+        "worker" = (SELECT "worker" FROM args)
+    WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+    RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
+), logged AS (
+    INSERT INTO "skipjack"."_skipjack_queues" AS q ("name", "rate_slots", "rate_counts")
+    SELECT 'paced', array_agg(x."slot" ORDER BY x."slot"), array_agg(x."n" ORDER BY x."slot")
+    FROM (
+        SELECT u."slot", sum(u."n")::integer AS "n"
+        FROM (
+            SELECT "slot", "n" FROM recent
+            UNION ALL
+            SELECT (SELECT "slot" FROM clock), (SELECT count(*) FROM claimed)::integer
+        ) AS u
+        GROUP BY u."slot"
+    ) AS x
+    HAVING (SELECT count(*) FROM claimed) > 0
+    ON CONFLICT ("name") DO UPDATE SET "rate_slots" = EXCLUDED."rate_slots", "rate_counts" = EXCLUDED."rate_counts"
+)
+SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace", now() AS "claimed_at" FROM claimed
+`
+
+// ClaimFromRow is one row returned by ClaimFrom.
+type ClaimFromRow struct {
+	ID          int64
+	Attempt     int32
+	Claim       int32
+	MaxAttempts int32
+	Priority    int16
+	Payload     []byte
+	RunAt       time.Time
+	CreatedAt   time.Time
+	Rescues     int32
+	Errors      []byte
+	Trace       []byte
+	ClaimedAt   any
+}
+
+// ClaimFrom is Claim reading the claim index only from a floor on: of the jobs of priority p it considers those whose (run_at, id) is at least (floor_run_ats[p+1], floor_ids[p+1]) (every job has priority 0 here), so that the index scan starts past the entries of jobs claimed before the floor, which a pinned xmin horizon keeps in the index, dead, for every claim to walk. A job due before its floor waits for the next Claim. Each row also carries the statement's now() (claimed_at), from which the worker derives its next floors. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 10000000 were claimed in the rate window (logged in slots of 10ms, a hundredth of the declared window rounded up, in the queues table; the window counted as the last 105 of them, so a start stays counted for more than 104 slots: at least 4% longer than declared, so that the jitter between a claim and its handler's start cannot fit more starts into any declared window), and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+func (q *Queries) ClaimFrom(ctx context.Context, lease time.Duration, worker string, floorRunAts []time.Time, floorIds []int64, max int32) ([]ClaimFromRow, error) {
+	rows, err := q.db.Query(ctx, claimFrom,
+		lease,
+		worker,
+		floorRunAts,
+		floorIds,
+		max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimFromRow
+	for rows.Next() {
+		var i ClaimFromRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Attempt,
+			&i.Claim,
+			&i.MaxAttempts,
+			&i.Priority,
+			&i.Payload,
+			&i.RunAt,
+			&i.CreatedAt,
+			&i.Rescues,
+			&i.Errors,
+			&i.Trace,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// ClaimFromInto runs the same statement as ClaimFrom and scans the same
+// columns, but into one row variable that it appends to dst: a caller
+// that sizes dst, or keeps it from one call to the next, allocates no
+// growing slice of rows, and no row or list of Scan arguments per row.
+// The row variable is a ClaimRow; the rows' ClaimedAt is returned
+// after them (the zero time when there are none).
+func (q *Queries) ClaimFromInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, floorRunAts []time.Time, floorIds []int64, max int32) ([]ClaimRow, time.Time, error) {
+	rows, err := q.db.Query(ctx, claimFrom,
+		lease,
+		worker,
+		floorRunAts,
+		floorIds,
+		max,
+	)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer rows.Close()
+	items := dst
+	var i ClaimRow
+	var at time.Time
+	scan := []any{
+		&i.ID,
+		&i.Attempt,
+		&i.Claim,
+		&i.MaxAttempts,
+		&i.Priority,
+		&i.Payload,
+		&i.RunAt,
+		&i.CreatedAt,
+		&i.Rescues,
+		&i.Errors,
+		&i.Trace,
+		&at,
+	}
+	for rows.Next() {
+		if err := rows.Scan(scan...); err != nil {
+			return nil, time.Time{}, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	return items, at, nil
+}
+
 const complete = `-- name: Complete :many
 WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims

@@ -195,6 +195,137 @@ func (q *Queries) ClaimInto(ctx context.Context, dst []ClaimRow, lease time.Dura
 	return items, nil
 }
 
+const claimFrom = `-- name: ClaimFrom :many
+WITH picked AS (
+    -- One index range per priority, best first: each stops at now(), so
+    -- jobs scheduled for later are never read, and the nested loop stops
+    -- pulling (and locking) rows once the limit is picked.
+    SELECT c."id"
+    FROM generate_series(0, 9) AS p(priority)
+    CROSS JOIN LATERAL (
+        SELECT c."id" FROM "skipjack"."resize_image" AS c
+        WHERE c."state" = 'pending' AND c."priority" = p.priority AND c."run_at" <= now()
+          AND (c."run_at", c."id") >= (($3::timestamptz[])[p.priority + 1], ($4::bigint[])[p.priority + 1])
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'resize_image' AND "paused_at" IS NOT NULL)
+        ORDER BY c."run_at", c."id"
+        LIMIT $5
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) AS c
+    LIMIT $5
+)
+UPDATE "skipjack"."resize_image" AS j
+SET "state" = 'running',
+    "attempt" = j."attempt" + 1,
+    "claim" = j."claim" + 1,
+    "lease_expires_at" = now() + $1::interval,
+    "worker" = $2::text
+WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace", now() AS "claimed_at"
+`
+
+// ClaimFromRow is one row returned by ClaimFrom.
+type ClaimFromRow struct {
+	ID          int64
+	Attempt     int32
+	Claim       int32
+	MaxAttempts int32
+	Priority    int16
+	Payload     []byte
+	RunAt       time.Time
+	CreatedAt   time.Time
+	Rescues     int32
+	Errors      []byte
+	Trace       []byte
+	ClaimedAt   any
+}
+
+// ClaimFrom is Claim reading the claim index only from a floor on: of the jobs of priority p it considers those whose (run_at, id) is at least (floor_run_ats[p+1], floor_ids[p+1]), so that the index scan starts past the entries of jobs claimed before the floor, which a pinned xmin horizon keeps in the index, dead, for every claim to walk. A job due before its floor waits for the next Claim. Each row also carries the statement's now() (claimed_at), from which the worker derives its next floors.
+func (q *Queries) ClaimFrom(ctx context.Context, lease time.Duration, worker string, floorRunAts []time.Time, floorIds []int64, max int32) ([]ClaimFromRow, error) {
+	rows, err := q.db.Query(ctx, claimFrom,
+		lease,
+		worker,
+		floorRunAts,
+		floorIds,
+		max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimFromRow
+	for rows.Next() {
+		var i ClaimFromRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Attempt,
+			&i.Claim,
+			&i.MaxAttempts,
+			&i.Priority,
+			&i.Payload,
+			&i.RunAt,
+			&i.CreatedAt,
+			&i.Rescues,
+			&i.Errors,
+			&i.Trace,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// ClaimFromInto runs the same statement as ClaimFrom and scans the same
+// columns, but into one row variable that it appends to dst: a caller
+// that sizes dst, or keeps it from one call to the next, allocates no
+// growing slice of rows, and no row or list of Scan arguments per row.
+// The row variable is a ClaimRow; the rows' ClaimedAt is returned
+// after them (the zero time when there are none).
+func (q *Queries) ClaimFromInto(ctx context.Context, dst []ClaimRow, lease time.Duration, worker string, floorRunAts []time.Time, floorIds []int64, max int32) ([]ClaimRow, time.Time, error) {
+	rows, err := q.db.Query(ctx, claimFrom,
+		lease,
+		worker,
+		floorRunAts,
+		floorIds,
+		max,
+	)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer rows.Close()
+	items := dst
+	var i ClaimRow
+	var at time.Time
+	scan := []any{
+		&i.ID,
+		&i.Attempt,
+		&i.Claim,
+		&i.MaxAttempts,
+		&i.Priority,
+		&i.Payload,
+		&i.RunAt,
+		&i.CreatedAt,
+		&i.Rescues,
+		&i.Errors,
+		&i.Trace,
+		&at,
+	}
+	for rows.Next() {
+		if err := rows.Scan(scan...); err != nil {
+			return nil, time.Time{}, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	return items, at, nil
+}
+
 const complete = `-- name: Complete :many
 WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims

@@ -72,6 +72,34 @@ WITH args AS (
 )
 SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace" FROM claimed;
 
+-- name: ClaimFrom :many
+-- ClaimFrom is Claim reading the claim index only from a floor on: of the jobs of priority p it considers those whose (run_at, id) is at least (floor_run_ats[p+1], floor_ids[p+1]) (every job has priority 0 here), so that the index scan starts past the entries of jobs claimed before the floor, which a pinned xmin horizon keeps in the index, dead, for every claim to walk. A job due before its floor waits for the next Claim. Each row also carries the statement's now() (claimed_at), from which the worker derives its next floors. Run it after Admit in the same READ COMMITTED transaction. It claims only while fewer than 3 jobs are claimed (running or prefetched) in all processes together, and no more than that leaves room for; running after Admit, its snapshot sees every claim made before.
+WITH args AS (
+    -- The parameters, in the order of the unlimited Claim's.
+    SELECT sqlc.arg(lease)::interval AS "lease", sqlc.arg(worker)::text AS "worker", sqlc.arg(floor_run_ats)::timestamptz[] AS "floor_run_ats", sqlc.arg(floor_ids)::bigint[] AS "floor_ids", sqlc.arg(max)::integer AS "max"
+), allowance AS (
+    SELECT greatest(0, least((SELECT "max" FROM args),
+        3 - (SELECT count(*) FROM "skipjack"."capped" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer)) AS "n"
+), picked AS (
+    SELECT c."id" FROM "skipjack"."capped" AS c
+    WHERE c."state" = 'pending' AND c."run_at" <= now()
+      AND (c."run_at", c."id") >= ((sqlc.arg(floor_run_ats)::timestamptz[])[1], (sqlc.arg(floor_ids)::bigint[])[1])
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'capped' AND "paused_at" IS NOT NULL)
+    ORDER BY c."run_at", c."id"
+    LIMIT (SELECT "n" FROM allowance)
+    FOR NO KEY UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE "skipjack"."capped" AS j
+    SET "state" = 'running',
+        "attempt" = j."attempt" + 1,
+        "claim" = j."claim" + 1,
+        "lease_expires_at" = now() + (SELECT "lease" FROM args),
+        "worker" = (SELECT "worker" FROM args)
+    WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+    RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace"
+)
+SELECT "id", "attempt", "claim", "max_attempts", "priority", "payload", "run_at", "created_at", "rescues", "errors", "trace", now() AS "claimed_at" FROM claimed;
+
 -- name: Admit :exec
 -- Admit prepares the transaction in which a queue with limits or a serial key claims: it takes, until the transaction ends, the lock under which the queue's claims take turns; it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; and it has the server end the session if its client falls silent inside the transaction, or leaves the claim's rows unread, for longer than client_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the queue's lock, and the jobs it claimed, for as long as the client stays stopped.
 SELECT pg_advisory_xact_lock(-7170388297176402668), set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('idle_in_transaction_session_timeout', sqlc.arg(client_timeout)::text, true), set_config('tcp_user_timeout', sqlc.arg(client_timeout)::text, true);

@@ -64,6 +64,26 @@ SET "state" = 'running',
 WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
 RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace";
 
+-- name: ClaimFrom :many
+-- ClaimFrom is Claim reading the claim index only from a floor on: of the jobs of priority p it considers those whose (run_at, id) is at least (floor_run_ats[p+1], floor_ids[p+1]) (every job has priority 0 here), so that the index scan starts past the entries of jobs claimed before the floor, which a pinned xmin horizon keeps in the index, dead, for every claim to walk. A job due before its floor waits for the next Claim. Each row also carries the statement's now() (claimed_at), from which the worker derives its next floors.
+WITH picked AS (
+    SELECT c."id" FROM "skipjack"."slow" AS c
+    WHERE c."state" = 'pending' AND c."run_at" <= now()
+      AND (c."run_at", c."id") >= ((sqlc.arg(floor_run_ats)::timestamptz[])[1], (sqlc.arg(floor_ids)::bigint[])[1])
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'slow' AND "paused_at" IS NOT NULL)
+    ORDER BY c."run_at", c."id"
+    LIMIT sqlc.arg(max)
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE "skipjack"."slow" AS j
+SET "state" = 'running',
+    "attempt" = j."attempt" + 1,
+    "claim" = j."claim" + 1,
+    "lease_expires_at" = now() + sqlc.arg(lease)::interval,
+    "worker" = sqlc.arg(worker)::text
+WHERE j."id" = ANY(ARRAY(SELECT "id" FROM picked))
+RETURNING j."id", j."attempt", j."claim", j."max_attempts", j."priority", j."payload", j."run_at", j."created_at", j."rescues", j."errors", j."trace", now() AS "claimed_at";
+
 -- name: Admit :exec
 -- Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; and it has the server end the session if its client falls silent inside the transaction, or leaves the claim's rows unread, for longer than client_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the jobs it claimed, for as long as the client stays stopped.
 SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('idle_in_transaction_session_timeout', sqlc.arg(client_timeout)::text, true), set_config('tcp_user_timeout', sqlc.arg(client_timeout)::text, true);

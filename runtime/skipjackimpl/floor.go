@@ -1,0 +1,194 @@
+package skipjackimpl
+
+import (
+	"sync"
+	"time"
+)
+
+// floorSlack is how far behind the clock of the claim that set it a floor
+// stays: a job enqueued by a transaction that commits less than this
+// after it started (its run_at is the transaction's now()) is never below
+// the floors of the claims that run while it commits. A job whose
+// enqueueing transaction took longer, or whose run_at was set in the past,
+// may be below them and waits for the next sweep (see claimFloor).
+//
+// Under a pinned xmin horizon every floored claim still walks the entries
+// of the jobs claimed during the last floorSlack: at 1,000 jobs/s, about
+// 1,000 entries, against one entry per job claimed since the horizon was
+// pinned without floors (18,000 buffers per claim after 2 minutes at 500
+// jobs/s, BENCHMARKS.md, issue 42).
+const floorSlack = time.Second
+
+// sweepLimit is how many jobs a sweep claims. A sweep walks every dead
+// entry of the claim index when the horizon is pinned, so the jobs it
+// claims wait as long as that walk; it claims one, and the claims after it
+// (a sweep that claims its limit is a full claim, so another follows at
+// once) start from the floors it lowered to what it found.
+const sweepLimit = 1
+
+// sweepShare bounds the time a worker's claims spend sweeping: a sweep
+// follows the last one after PollInterval, or after sweepShare times as
+// long as the last one took when that is longer. A sweep under a pinned
+// horizon walks the entry of every job claimed since the pin began (at
+// 1,000 jobs/s, 300,000 after 5 minutes), and a claim in flight holds
+// capacity that jobs would otherwise be claimed with; below-floor jobs,
+// rare, wait longer while it lasts.
+const sweepShare = 10
+
+// floors are the keys of the claim index from which a floored claim reads:
+// for each priority p (only 0 for a queue without priorities), the jobs
+// whose (run_at, id) is at least (runAts[p], ids[p]). The zero time is
+// before every job.
+type floors struct {
+	runAts []time.Time
+	ids    []int64
+}
+
+// claimFloor keeps the floors of a worker's claims. A claim walks the
+// claim index of its queue (a partial index on pending jobs) in (run_at,
+// id) order, skipping the entries of jobs no longer pending; while a
+// session pins the xmin horizon, no such entry can be removed or marked
+// dead, so an unfloored claim walks the entry of every job claimed since
+// the pin began, and its cost grows with the pin's age. A floored claim
+// starts past them: after a claim, the floor of each priority it took
+// jobs of is the lowest (run_at, id) it took, or the claim's clock less
+// floorSlack if that is lower, so that jobs whose enqueueing transactions
+// were still committing are not left below it.
+//
+// Jobs can still land below a floor: enqueued with a run_at in the past or
+// by a transaction longer than floorSlack, released with their run_at kept
+// (by another process, or by an old skipjack), or left pending by a claim
+// that rolled back after locking them. So every every (the worker's
+// PollInterval, the longest a job waits for a claim when no notification
+// finds it; longer while sweeps are slow, see sweepShare) one claim reads
+// the whole index: a sweep, which claims at most sweepLimit jobs and
+// lowers the floors to what it found.
+//
+// Queues with a serial key or a per-key limit have no floors: their claims
+// pass over due jobs that wait for their key.
+type claimFloor struct {
+	every time.Duration // how often a claim sweeps
+
+	mu      sync.Mutex
+	at      floors
+	sweptAt time.Time     // when the last sweep was sent
+	took    time.Duration // how long the last sweep took
+}
+
+// newClaimFloor returns the floors of a queue with ten priorities or one,
+// all before every job, as if a sweep had just been sent (the first claims
+// read the whole index anyway).
+func newClaimFloor(priority bool, every time.Duration, now time.Time) *claimFloor {
+	n := 1
+	if priority {
+		n = 10
+	}
+	return &claimFloor{every: every, at: floors{runAts: make([]time.Time, n), ids: make([]int64, n)}, sweptAt: now}
+}
+
+// claimPlan is how one claim statement reads the claim index.
+type claimPlan struct {
+	floored bool   // from floors on (ClaimFrom); else a sweep, or a worker without floors
+	floors  floors // the floors, when floored: a copy
+	limit   int    // how many jobs the statement may claim
+}
+
+// plan returns the plan of a claim sent at now that may take limit jobs:
+// a sweep when every (or sweepShare times the last sweep's duration) has
+// passed since the last one, else floored. A nil
+// claimFloor (a worker without floors) plans unfloored claims.
+func (f *claimFloor) plan(now time.Time, limit int) claimPlan {
+	if f == nil {
+		return claimPlan{limit: limit}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.Sub(f.sweptAt) >= max(f.every, sweepShare*f.took) {
+		f.sweptAt = now
+		return claimPlan{limit: min(limit, sweepLimit)}
+	}
+	return claimPlan{
+		floored: true,
+		floors:  floors{runAts: append([]time.Time(nil), f.at.runAts...), ids: append([]int64(nil), f.at.ids...)},
+		limit:   limit,
+	}
+}
+
+// claimed moves the floors after a claim of plan p returned rows: a
+// floored claim whose statement's clock was at sets the floor of each
+// priority it took jobs of (see claimFloor); a sweep lowers the floors to
+// the jobs it took below them.
+func (f *claimFloor) claimed(p claimPlan, rows []ClaimedRow, at time.Time) {
+	if f == nil || len(rows) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !p.floored || at.IsZero() {
+		f.lowerLocked(rows)
+		return
+	}
+	cut := at.Add(-floorSlack)
+	lowest := make([]int, len(f.at.runAts)) // per priority, 1 + the index in rows of its lowest job
+	for i, r := range rows {
+		k := int(r.Priority)
+		if k < 0 || k >= len(lowest) {
+			continue
+		}
+		if j := lowest[k] - 1; j < 0 || before(r.RunAt, r.ID, rows[j].RunAt, rows[j].ID) {
+			lowest[k] = i + 1
+		}
+	}
+	for k, i := range lowest {
+		if i == 0 {
+			continue
+		}
+		r := rows[i-1]
+		if r.RunAt.Before(cut) {
+			f.at.runAts[k], f.at.ids[k] = r.RunAt, r.ID
+		} else {
+			f.at.runAts[k], f.at.ids[k] = cut, 0
+		}
+	}
+}
+
+// swept records how long a sweep took.
+func (f *claimFloor) swept(took time.Duration) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.took = took
+}
+
+// released lowers the floors to the jobs given back pending with their
+// run_at kept (Release), so that this worker's next claim finds them.
+func (f *claimFloor) released(rows []ClaimedRow) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lowerLocked(rows)
+}
+
+// lowerLocked lowers the floor of each row's priority to the row when it
+// is below it; f.mu must be held.
+func (f *claimFloor) lowerLocked(rows []ClaimedRow) {
+	for _, r := range rows {
+		k := int(r.Priority)
+		if k < 0 || k >= len(f.at.runAts) {
+			continue
+		}
+		if before(r.RunAt, r.ID, f.at.runAts[k], f.at.ids[k]) {
+			f.at.runAts[k], f.at.ids[k] = r.RunAt, r.ID
+		}
+	}
+}
+
+// before reports whether the claim index orders the key (t1, id1) before
+// (t2, id2).
+func before(t1 time.Time, id1 int64, t2 time.Time, id2 int64) bool {
+	return t1.Before(t2) || (t1.Equal(t2) && id1 < id2)
+}
