@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,6 +137,47 @@ func unfinishedSteps(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	return n, err
 }
 
+// describeUnfinished lists the unfinished steps with their jobs' rows, for
+// a failure message: what a stuck workflow waits for.
+func describeUnfinished(ctx context.Context, pool *pgxpool.Pool) string {
+	rows, err := pool.Query(ctx, `
+		SELECT s.workflow_id, s.step, s.state, s.waiting, coalesce(j.state, e.state, '(no job)'),
+		       coalesce(j.run_at, e.run_at)::text, coalesce(j.attempt, e.attempt), coalesce(j.worker, e.worker, ''),
+		       coalesce(j.lease_expires_at, e.lease_expires_at)::text, now()::text
+		FROM skipjack._skipjack_workflow_steps AS s
+		LEFT JOIN skipjack.wf_arm AS j ON s.queue = 'wf_arm' AND j.id = s.job_id
+		LEFT JOIN skipjack.wf_edge AS e ON s.queue = 'wf_edge' AND e.id = s.job_id
+		WHERE s.state <> 'completed' ORDER BY 1, 2 LIMIT 20`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var wf int64
+		var step, state, jobState string
+		var waiting int
+		var runAt, lease, now *string
+		var attempt *int32
+		var worker string
+		if err := rows.Scan(&wf, &step, &state, &waiting, &jobState, &runAt, &attempt, &worker, &lease, &now); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "workflow %d step %s: %s (waiting %d), job %s run_at %v attempt %v worker %q lease %v now %v\n",
+			wf, step, state, waiting, jobState, deref(runAt), deref(attempt), worker, deref(lease), deref(now))
+	}
+	return b.String()
+}
+
+// deref returns *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 // checkDiamonds checks that every step of the diamonds ids ran its effect
 // exactly once, after the effects of all its upstream steps had committed,
 // and that every workflow completed.
@@ -221,7 +263,7 @@ func TestWorkflowDiamondsSurviveSIGKILL(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d steps unfinished after 3 minutes (%d kills)", n, killed)
+			t.Fatalf("%d steps unfinished after 3 minutes (%d kills):\n%s", n, killed, describeUnfinished(ctx, pool))
 		}
 		time.Sleep(time.Duration(150+rand.IntN(300)) * time.Millisecond)
 		if killed < kills {
