@@ -82,6 +82,8 @@ mutants=(
   # holds a snapshot that the holder's concurrent index build waits for.
   "migrate-lock-waited-in-statement :: skipjackimpl/migrate.go :: s/\"SELECT pg_try_advisory_xact_lock(\$1)\"/\"SELECT true FROM pg_advisory_xact_lock(\$1)\"/ :: TestMigratorsWaitingBesideLiveUnits :: ."
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
+  # A prefetched job whose release failed stays held and is released again.
+  "failed-release-never-retried :: skipjackimpl/worker.go :: s/^\t\tr.unreleased = append(r.unreleased, es...)$/\t\t_ = es/ :: TestFailedReleaseKeepsJobsHeld :: ./skipjackimpl"
   # Issue 40: flow control inside RunGroup, cancel and pause of prefetched jobs.
   "group-limited-claims-before-budget :: skipjackimpl/worker.go :: s/r.prepaid = w.spec.limited()/r.prepaid = false/ :: TestGroupRateLimitClaimsOnlyWhatStarts|TestGroupConcurrencyLimitLeavesJobsToOthers :: ."
   "budget-acquire-up-to-takes-one :: internal/link/budget.go :: s/extra = min(b.free, n-1)/extra = 0/ :: TestBudgetAcquireUpTo :: ./internal/link"

@@ -29,6 +29,9 @@ type fakeStore struct {
 	resolves  []Resolution
 
 	failCompletes int           // Complete fails this many times first
+	failReleases  int           // Release fails this many times first
+	releaseCalls  int           // Release statements run
+	released      []int64       // ids Release made pending
 	block         chan struct{} // when non-nil, Complete waits for it to close
 	completeCall  chan struct{} // signalled on every Complete call
 	lostIDs       map[int64]bool
@@ -143,10 +146,22 @@ func (f *fakeStore) Heartbeat(_ context.Context, ids []int64, _ []int32, _ time.
 	return alive, nil, nil
 }
 
-func (f *fakeStore) Release(context.Context, []int64, []int32) (int64, error) { return 0, nil }
-func (f *fakeStore) Live(context.Context, string, time.Duration) error        { return nil }
-func (f *fakeStore) Gone(context.Context, string) error                       { return nil }
-func (f *fakeStore) Rescue(context.Context, int) (int64, error)               { return 0, nil }
+// Release records the released ids; it fails while failReleases lasts.
+func (f *fakeStore) Release(_ context.Context, ids []int64, _ []int32) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.releaseCalls++
+	if f.failReleases > 0 {
+		f.failReleases--
+		return 0, errors.New("fake: too many clients already")
+	}
+	f.released = append(f.released, ids...)
+	return int64(len(ids)), nil
+}
+
+func (f *fakeStore) Live(context.Context, string, time.Duration) error { return nil }
+func (f *fakeStore) Gone(context.Context, string) error                { return nil }
+func (f *fakeStore) Rescue(context.Context, int) (int64, error)        { return 0, nil }
 func (f *fakeStore) Prune(context.Context, time.Duration, time.Duration, int) (int64, error) {
 	return 0, nil
 }

@@ -58,6 +58,7 @@ func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
 		if err := l.heartbeat(interval); err != nil {
 			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
+		r.retryReleases()
 	})
 }
 

@@ -206,6 +206,12 @@ type runner[T any] struct {
 	// lastShort is set when the run's last claim took fewer jobs than it
 	// asked for: jobs may be held back (see settled).
 	lastShort atomic.Bool
+	// unreleased are prefetched jobs whose release failed (guarded by mu):
+	// they stay held, so heartbeats keep renewing their leases, until a
+	// heartbeat releases them (retryReleases). Forgotten instead, they would
+	// stay running under a worker that proves itself alive, which no rescue
+	// takes them from.
+	unreleased []*entry[T]
 }
 
 // entry is one claimed job.
@@ -524,21 +530,40 @@ func (r *runner[T]) releaseQueued(es []*entry[T]) {
 	n, err := r.store.Release(ctx, ids, claims)
 	cancel()
 	if err != nil {
-		r.log.Warn("skipjack: releasing prefetched jobs failed; they run again once their leases lapse",
+		r.log.Warn("skipjack: releasing prefetched jobs failed; they stay held and the next heartbeat releases them",
 			"error", fmt.Errorf("release %s: %w", r.spec.Name, err), "jobs", len(es))
-	} else {
-		r.log.Debug("skipjack: released prefetched jobs", "jobs", n)
-		rows := make([]ClaimedRow, len(es))
-		for i, e := range es {
-			rows[i] = e.row
-		}
-		r.floor.released(rows)
+		r.mu.Lock()
+		r.unreleased = append(r.unreleased, es...)
+		r.mu.Unlock()
+		return
 	}
+	r.log.Debug("skipjack: released prefetched jobs", "jobs", n)
+	rows := make([]ClaimedRow, len(es))
+	for i, e := range es {
+		rows[i] = e.row
+	}
+	r.floor.released(rows)
 	r.mu.Lock()
 	for _, e := range es {
 		r.forget(e)
 	}
 	r.mu.Unlock()
+}
+
+// retryReleases releases again the prefetched jobs whose release failed
+// (unreleased) and that this run still holds: a heartbeat that found one
+// taken by a rescuer already let go of it.
+func (r *runner[T]) retryReleases() {
+	r.mu.Lock()
+	var es []*entry[T]
+	for _, e := range r.unreleased {
+		if r.held[e.row.ID] == e && !e.lost.Load() {
+			es = append(es, e)
+		}
+	}
+	r.unreleased = nil
+	r.mu.Unlock()
+	r.releaseQueued(es)
 }
 
 // forget drops e from the held set; r.mu must be held.
