@@ -454,12 +454,8 @@ func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, plan claimP
 		} else if r.steered != nil {
 			s = r.steered
 		}
-		if fs, ok := s.(floorStore); ok && plan.floored {
-			rows, at, err := fs.ClaimFrom(ctx, dst, limit, r.spec.Lease, r.liveness.id, plan.floors)
-			return rows, at, nil, err
-		}
-		rows, err := s.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
-		return rows, time.Time{}, nil, err
+		rows, at, err := r.claimPlanned(ctx, s, dst, plan)
+		return rows, at, nil, err
 	}
 	rows, at, err := r.admittedClaim(ctx, dst, plan)
 	if err != nil || len(rows) >= limit || !r.spec.limited() {
@@ -488,11 +484,7 @@ func (r *runner[T]) admittedClaim(ctx context.Context, dst []ClaimedRow, plan cl
 		if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
 			return dst, time.Time{}, fmt.Errorf("admit: %w", err)
 		}
-		if fs, ok := qs.(floorStore); ok && plan.floored {
-			return fs.ClaimFrom(ctx, dst, limit, r.spec.Lease, r.liveness.id, plan.floors)
-		}
-		rows, err := qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
-		return rows, time.Time{}, err
+		return r.claimPlanned(ctx, qs, dst, plan)
 	}
 	// A per-key queue has no ClaimFrom (the generator leaves it out):
 	// its claims pass over jobs waiting for their key.
@@ -505,6 +497,17 @@ func (r *runner[T]) admittedClaim(ctx context.Context, dst []ClaimedRow, plan cl
 	qs := r.w.bind(ab).(limitStore)
 	rows, err := r.perKeyClaims(ctx, qs, dst, limit)
 	return rows, time.Time{}, ab.finish(ctx, err)
+}
+
+// claimPlanned runs plan's claim statement on s: ClaimFrom, returning its
+// clock, for a floored plan; Claim otherwise (a sweep, or a queue without
+// floors), returning the zero time.
+func (r *runner[T]) claimPlanned(ctx context.Context, s store, dst []ClaimedRow, plan claimPlan) ([]ClaimedRow, time.Time, error) {
+	if fs, ok := s.(floorStore); ok && plan.floored {
+		return fs.ClaimFrom(ctx, dst, plan.limit, r.spec.Lease, r.liveness.id, plan.floors)
+	}
+	rows, err := s.Claim(ctx, dst, plan.limit, r.spec.Lease, r.liveness.id)
+	return rows, time.Time{}, err
 }
 
 // perKeyClaims runs the claims of one turn of a queue with a per-key
