@@ -16,6 +16,9 @@
 #        RACE=0 scripts/mutants.sh           build without the race detector: faster on a
 #                                            loaded machine; no mutant here is one only the
 #                                            race detector could catch
+#        SHARD=2/3 scripts/mutants.sh        run every third mutant, starting at the second:
+#                                            three shards side by side cover the list (each
+#                                            checks its own kills on the unmutated tree)
 # Needs Postgres as the runtime tests do ($DATABASE_URL or 127.0.0.1:5432).
 #
 # Two lists: mutants (the reliability core: leases, heartbeats, shutdown,
@@ -36,6 +39,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 filter=${1:-.}
 base_count=${BASE_COUNT:-3}
+shard=${SHARD:-1/1}
+[[ $shard =~ ^([0-9]+)/([0-9]+)$ && ${BASH_REMATCH[1]} -ge 1 && ${BASH_REMATCH[1]} -le ${BASH_REMATCH[2]} ]] ||
+  { echo "mutants.sh: SHARD must be i/n with 1 <= i <= n, not $shard" >&2; exit 2; }
+shard_index=$((BASH_REMATCH[1] - 1)) shard_count=${BASH_REMATCH[2]}
+# in_shard reports whether the next mutant of the run (counted over every
+# list, in order) belongs to this shard.
+position=0
+in_shard() {
+  position=$((position + 1))
+  (((position - 1) % shard_count == shard_index))
+}
 
 # name :: file (under runtime/) :: sed expression :: tests (-run regex) :: package
 mutants=(
@@ -297,7 +311,7 @@ killed=0 survived=0 stale=0 unproven=0
 # The load average at each mutant's start, reported at the end: a kill at
 # load 8+ is the evidence the test gate asks for.
 loads=()
-echo "mutants.sh at $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), BASE_COUNT=$base_count RACE=${RACE:-1}"
+echo "mutants.sh at $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), BASE_COUNT=$base_count RACE=${RACE:-1} SHARD=$shard"
 
 # A kill counts only when the tests that failed pass on the unmutated tree
 # in the same run: a test that fails on its own (under load, say) proves
@@ -326,6 +340,7 @@ for m in "${mutants[@]}"; do
   expr=${rest%% :: *}; rest=${rest#* :: }
   tests=${rest%% :: *}; pkg=${rest#* :: }
   [[ $name =~ $filter ]] || continue
+  in_shard || continue
   loads+=("$(cut -d' ' -f1 /proc/loadavg)")
   # A copy of the repository without .git: runtime/ and, for a mutant of
   # another module (package ../dashboard, ../cmd/skipjack), that module.
@@ -404,6 +419,8 @@ for m in "${golden_mutants[@]}"; do
   file=${rest%% :: *}; rest=${rest#* :: }
   expr=${rest%% :: *}; tests=${rest#* :: }
   [[ $name =~ $filter ]] || continue
+  in_shard || continue
+  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
   rm -rf "$work/repo"
   mkdir "$work/repo"
   (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
