@@ -50,7 +50,9 @@ type leases[T any] struct {
 
 // heartbeatLoop extends the leases of every job the worker holds
 // (prefetched, running, or done but not yet acknowledged) with one
-// statement every Lease/3, until stop is closed.
+// statement every Lease/3, until stop is closed; each time it also retries
+// the releases that failed and gives back the jobs running under this
+// worker that it does not hold (see giveBackUnheld).
 func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
 	r := l.r
 	interval := r.spec.Lease / 3
@@ -59,6 +61,9 @@ func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
 			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
 		r.retryReleases()
+		if err := l.giveBackUnheld(interval); err != nil {
+			r.log.Warn("skipjack: giving back jobs this worker does not hold failed; the next heartbeat tries again", "error", err)
+		}
 	})
 }
 
@@ -83,6 +88,41 @@ func (l *leases[T]) heartbeat(timeout time.Duration) error {
 	}
 	r.mu.Unlock()
 	return l.renew(es, timeout)
+}
+
+// giveBackUnheld makes pending again the jobs running under this run's
+// worker id that it does not hold (as of before the statement) and
+// whose leases lapsed: a claim the server committed after this worker's
+// client had given up on it (its deadline passed, its connection broke)
+// left them running under a worker that never read their rows, and since
+// this worker keeps proving it is alive, no Rescue takes them. A lapsed
+// lease means the claim is at least a lease old, far longer than a claim
+// takes to reach the held set once its rows are read, so no job this run
+// is about to hold is given back. Queries generated before GiveBack skip
+// this.
+func (l *leases[T]) giveBackUnheld(timeout time.Duration) error {
+	r := l.r
+	gs, ok := r.store.(giveBackStore)
+	if !ok || !gs.givesBack() {
+		return nil
+	}
+	r.mu.Lock()
+	held := make([]int64, 0, len(r.held))
+	for id := range r.held {
+		held = append(held, id)
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
+	n, err := gs.GiveBack(ctx, r.liveness.id, held, maintainBatch)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("give back unheld jobs of %s: %w", r.spec.Name, err)
+	}
+	if n > 0 {
+		r.log.Warn("skipjack: jobs were running under this worker without it holding them (a claim committed after this worker gave up on it); they are pending again", "jobs", n)
+		signal(r.claimable)
+	}
+	return nil
 }
 
 // renew runs one heartbeat statement over es (held jobs, none lost) and

@@ -284,6 +284,30 @@ SET "state" = CASE WHEN t."cancel_requested" THEN 'failed' ELSE 'pending' END,
     ) ELSE t."errors" END
 WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked));
 
+-- name: GiveBack :execrows
+-- GiveBack makes pending again, restoring the attempt, up to max jobs running under the given worker whose leases lapsed and which it does not hold (held): the jobs of a claim that the server committed after the worker's client had given up on it (its deadline passed, its connection broke), whose rows the worker never read. Rescue takes no job from a worker that keeps proving it is alive, so without this they would stay running for as long as the worker lives. A job an operator cancelled ends failed "cancelled" instead. It never waits for a row lock: a job locked elsewhere is left for the next call.
+WITH orphaned AS (
+    SELECT j."id"
+    FROM "skipjack"."noop" AS j
+    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+      AND j."worker" = sqlc.arg(worker)::text AND j."id" <> ALL(sqlc.arg(held)::bigint[])
+    ORDER BY j."lease_expires_at"
+    LIMIT sqlc.arg(max)
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE "skipjack"."noop" AS t
+SET "state" = CASE WHEN t."cancel_requested" THEN 'failed' ELSE 'pending' END,
+    "attempt" = CASE WHEN t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
+    "finished_at" = CASE WHEN t."cancel_requested" THEN now() END,
+    "lease_expires_at" = NULL,
+    "errors" = CASE WHEN t."cancel_requested" THEN (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) ELSE t."errors" END
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM orphaned));
+
 -- name: Rescue :execrows
 -- Rescue makes jobs whose lease lapsed and whose worker is not alive (its row in the workers table expired or is gone) pending again, restoring the attempt, or failed after 5 rescues. A worker that proves it is alive keeps its jobs whatever locks delayed the renewal of their leases. A rescue counts against the job (it may have killed its worker) unless its worker stopped cleanly (Gone marked its row stopped).
 WITH lapsed AS (

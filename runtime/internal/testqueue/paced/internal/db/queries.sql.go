@@ -759,6 +759,39 @@ func (q *Queries) Get(ctx context.Context, id int64) (GetRow, error) {
 	return i, err
 }
 
+const giveBack = `-- name: GiveBack :execrows
+WITH orphaned AS (
+    SELECT j."id"
+    FROM "skipjack"."paced" AS j
+    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+      AND j."worker" = $1::text AND j."id" <> ALL($2::bigint[])
+    ORDER BY j."lease_expires_at"
+    LIMIT $3
+    FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE "skipjack"."paced" AS t
+SET "state" = CASE WHEN t."cancel_requested" THEN 'failed' ELSE 'pending' END,
+    "attempt" = CASE WHEN t."cancel_requested" THEN t."attempt" ELSE t."attempt" - 1 END,
+    "finished_at" = CASE WHEN t."cancel_requested" THEN now() END,
+    "lease_expires_at" = NULL,
+    "errors" = CASE WHEN t."cancel_requested" THEN (
+        SELECT coalesce(jsonb_agg(e.value ORDER BY e.ordinality), '[]'::jsonb)
+        FROM jsonb_array_elements(t."errors" || jsonb_build_array(jsonb_build_object(
+            'attempt', t."attempt", 'at', now(), 'error', 'cancelled', 'worker', t."worker"))) WITH ORDINALITY AS e
+        WHERE e.ordinality > jsonb_array_length(t."errors") + 1 - 10
+    ) ELSE t."errors" END
+WHERE t."id" = ANY(ARRAY(SELECT "id" FROM orphaned))
+`
+
+// GiveBack makes pending again, restoring the attempt, up to max jobs running under the given worker whose leases lapsed and which it does not hold (held): the jobs of a claim that the server committed after the worker's client had given up on it (its deadline passed, its connection broke), whose rows the worker never read. Rescue takes no job from a worker that keeps proving it is alive, so without this they would stay running for as long as the worker lives. A job an operator cancelled ends failed "cancelled" instead. It never waits for a row lock: a job locked elsewhere is left for the next call.
+func (q *Queries) GiveBack(ctx context.Context, worker string, held []int64, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, giveBack, worker, held, max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const gone = `-- name: Gone :exec
 WITH pruned AS (
     DELETE FROM "skipjack"."_skipjack_workers"
