@@ -73,7 +73,7 @@ mutants=(
   "no-poison-isolation :: skipjackimpl/isolate.go :: s/suspectRescues = 2$/suspectRescues = 1 << 30/ :: TestSuspectRunsAlone|TestPoisonJobCrashLoop :: ."
   "maintenance-capped-at-10-batches :: skipjackimpl/maintain.go :: s/if time.Now().After(end) {/if time.Now().After(end) || total >= 10*maintainBatch {/ :: TestRescueKeepsUp|TestPruneKeepsUp :: ."
   "sigterm-interrupt-counts-attempt :: skipjackimpl/execute.go :: s/case errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost):/case false \&\& (errors.Is(cause, errShutdown) || errors.Is(cause, skipjack.ErrLeaseLost)):/ :: TestSigtermUnderLoad :: ."
-  "sigterm-prefetched-not-released :: skipjackimpl/worker.go :: s/release.Go(func() { r.releaseQueued(queued) })/_ = queued/ :: TestSigtermUnderLoad :: ."
+  "sigterm-prefetched-not-released :: skipjackimpl/worker.go :: s/release.Go(func() { r.releaser.release(queued) })/_ = queued/ :: TestSigtermUnderLoad :: ."
   "sigterm-cancels-at-once :: skipjackimpl/worker.go :: s/t := time.NewTimer(time.Until(deadline))/t := time.NewTimer(0)/ :: TestSigtermUnderLoad :: ."
   "prune-one-batch-per-run :: skipjackimpl/maintain.go :: s/if n < maintainBatch {/if true {/ :: TestPruneUnderLoad :: ."
   "prune-every-minute :: skipjackimpl/maintain.go :: s/every = min(every, max(keep\/2, minPruneEvery))/every = min(every, pruneEvery)/ :: TestPruneUnderLoad :: ."
@@ -101,6 +101,7 @@ mutants=(
   "heartbeat-never-retries-releases :: skipjackimpl/heartbeat.go :: s/^\t\tr.retryReleases()$/\t\t_ = r/ :: TestFailedReleaseRetriedByHeartbeat :: ."
   "unheld-claim-never-given-back :: skipjackimpl/heartbeat.go :: s/^\t\tif err := l.giveBackUnheld(interval); err != nil {$/\t\tif err := error(nil); err != nil {/ :: TestUnheldClaimGivenBack :: ."
   "giveback-takes-held-jobs :: internal/testqueue/slow/internal/db/queries.sql.go :: s/AND j.\"id\" <> ALL(\$2::bigint\[\])/AND (j.\"id\" <> ALL(\$2::bigint[]) OR true)/ :: TestHeldJobWithLapsedLeaseKept :: ."
+  "failed-release-never-retried :: skipjackimpl/release.go :: s/^\t\trel.unreleased = append(rel.unreleased, es...)$/\t\t_ = es/ :: TestFailedReleaseKeepsJobsHeld :: ./skipjackimpl"
   # Issue 40: flow control inside RunGroup, cancel and pause of prefetched jobs.
   "group-limited-claims-before-budget :: skipjackimpl/worker.go :: s/r.prepaid = w.spec.limited()/r.prepaid = false/ :: TestGroupRateLimitClaimsOnlyWhatStarts|TestGroupConcurrencyLimitLeavesJobsToOthers :: ."
   "budget-acquire-up-to-takes-one :: internal/link/budget.go :: s/extra = min(b.free, n-1)/extra = 0/ :: TestBudgetAcquireUpTo :: ./internal/link"
@@ -159,7 +160,7 @@ feature_mutants=(
   "tableadmin-cancel-not-notified :: ../cmd/skipjack/internal/tableadmin/tableadmin.go :: s/err = a.tellWorkers(ctx, noteCancel)/err = nil/ :: TestCancelAndPauseNotifyWorkers :: ../cmd/skipjack/internal/tableadmin"
   "cli-ui-allowed-host-dropped :: ../cmd/skipjack/ui.go :: s/AllowedHosts: append(listenName(o.listen, ln.Addr()), o.allowedHosts...),/AllowedHosts: listenName(o.listen, ln.Addr()),/ :: TestUIAllowedHost :: ../cmd/skipjack"
   "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
-  "limited-claim-without-admit :: skipjackimpl/fetch.go :: s/if !(r.spec.limited() || r.spec.Serial) || r.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
+  "limited-claim-without-admit :: skipjackimpl/claimer.go :: s/if !(c.spec.limited() || c.spec.Serial) || c.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
   "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers :: ."
   # Issue 40: slots of per/100 rounded down (per 1099ms: 10ms) count a
   # window shorter than per; a slot logged in another size runs ahead of the
@@ -178,7 +179,7 @@ feature_mutants=(
   "dashboard-any-name-allowed :: ../dashboard/host.go :: s/^\treturn err == nil$/\treturn true/ :: TestHostCheck$ :: ../dashboard"
   "crowd-never-seen :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return false/ :: TestCrowd :: ./skipjackimpl"
   "crowd-misses-one-other :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return 2*taken < hi-lo+1/ :: TestCrowd :: ./skipjackimpl"
-  "claim-not-steered :: skipjackimpl/fetch.go :: s/} else if r.steered != nil {/} else if false \&\& r.steered != nil {/ :: TestClaimPlanIgnoresStaleStatistics :: ."
+  "claim-not-steered :: skipjackimpl/claimer.go :: s/} else if c.steered != nil {/} else if false \&\& c.steered != nil {/ :: TestClaimPlanIgnoresStaleStatistics :: ."
   "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& r.cfg.BatchSize >= turnMinClaim/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."
   "starts-alone :: skipjackimpl/fetch.go :: s/^\tcrowded := true$/\tcrowded := false/ :: TestStartingWorkerTakesTurns :: ."
   "turn-without-lock :: skipjackimpl/claimbatch.go :: s/^\t\tb.Queue(turnSQL, c.key)$/\t\tb.Queue(steerSQL, millis(c.stall))/ :: TestCrowdedClaimsTakeTurns :: ."
@@ -258,14 +259,14 @@ feature_mutants=(
   # after it filled keys.
   "per-key-room-ignored :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM kept))/WHERE j.\"id\" = ANY(ARRAY(SELECT \"id\" FROM picked))/ :: TestPerKeyLimitAcrossProcesses :: ."
   "per-key-full-keys-not-passed-over :: internal/testqueue/tenanted/internal/db/queries.sql.go :: s/NOT IN (SELECT \"key\" FROM held WHERE \"n\" >= 2)/IS NOT NULL/ :: TestPerKeyFairness :: ."
-  "per-key-one-statement-per-turn :: skipjackimpl/fetch.go :: s/r.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
+  "per-key-one-statement-per-turn :: skipjackimpl/claimer.go :: s/c.spec.PerKeyConcurrency > 0 \&\& n < maxPerKeyClaims/false \&\& n < maxPerKeyClaims/ :: TestPerKeyFairness :: ."
   # Issue 43, limits that cost little and cross-process wake-ups: a limited
   # claim's Admit must run in the claim's own transaction (one batch, the
   # turn lock held until the claim commits); a per-key turn keeps its
   # transaction open across its claims; a worker that settles jobs it
   # cannot replace wakes the other processes.
   "limited-admit-apart-from-claim :: skipjackimpl/admitbatch.go :: /^func (a \*admitBatch) Exec/,/^}/s/^\ta.queued.Queue(sql, args...)$/\treturn a.db.Exec(ctx, sql, args...)/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
-  "per-key-turn-not-one-transaction :: skipjackimpl/fetch.go :: s/ab := \&admitBatch{db: conn, begin: true}/ab := \&admitBatch{db: conn}/ :: TestPerKeyLimitAcrossProcesses|TestFrozenClaimerDoesNotStopLimitedQueue :: ."
+  "per-key-turn-not-one-transaction :: skipjackimpl/claimer.go :: s/ab := \&admitBatch{db: conn, begin: true}/ab := \&admitBatch{db: conn}/ :: TestPerKeyLimitAcrossProcesses|TestFrozenClaimerDoesNotStopLimitedQueue :: ."
   "settled-no-cross-process-wake :: skipjackimpl/worker.go :: s/^\t\tif full \&\& r.lastShort.Load() \&\& r.spec.settlesFree() {$/\t\tif false \&\& full {/ :: TestSettledJobWakesOtherProcess :: ."
   # Issue 44: EnqueueAll's results in input order with duplicates mapped to
   # their holder, and MaxAttempts on every enqueue path.

@@ -261,7 +261,7 @@ func (r *runner[T]) execute(ctx context.Context, e *entry[T]) {
 		}
 	}
 	if err == nil {
-		if werr := r.storeOutput(e); werr != nil {
+		if werr := r.workflow.storeOutput(e); werr != nil {
 			// The output is part of the result: without it, try again.
 			err = werr
 		}
@@ -355,7 +355,7 @@ func (r *runner[T]) finishAt(e *entry[T], res Resolution, completed bool, now ti
 	// for as long as this worker proves it is alive.
 	queue := !e.lost.Load() && !e.abandoned
 	idle := r.inflight == r.asked // nothing prefetched or running
-	claimable := idle || r.heldCapLocked(now)-r.inflight == r.minClaim
+	claimable := idle || r.heldCap.capLocked(now)-r.inflight == r.minClaim
 	r.mu.Unlock()
 	if queue {
 		r.results.add(e, res, completed, idle, now)

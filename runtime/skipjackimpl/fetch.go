@@ -284,7 +284,7 @@ func (r *runner[T]) reserve() int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	free := r.heldCapLocked(time.Now()) - r.inflight
+	free := r.heldCap.capLocked(time.Now()) - r.inflight
 	limit := min(free, r.cfg.BatchSize)
 	if limit <= 0 || (limit < r.minClaim && r.inflight > 0) {
 		return 0
@@ -323,20 +323,20 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
-	plan := r.floor.plan(start, limit)
-	rows, at, short, err := r.claimRows(ctx, r.claimBufs.take(), plan, inTurn)
+	plan := r.claimer.floor.plan(start, limit)
+	rows, at, short, err := r.claimer.claimRows(ctx, r.claimBufs.take(), plan, inTurn)
 	turnWaited := inTurn && errors.Is(err, errTurnWaited)
 	if turnWaited {
 		r.log.Warn("skipjack: a claim waited too long for its turn; claiming without turns for a while (pg_locks shows who holds the advisory lock)",
 			"error", err, "without_turns_for", turnPause)
-		rows, at, short, err = r.claimRows(ctx, rows[:0], plan, false)
+		rows, at, short, err = r.claimer.claimRows(ctx, rows[:0], plan, false)
 	}
 	took := time.Since(start)
 	if err == nil {
-		r.floor.claimed(plan, rows, at)
+		r.claimer.floor.claimed(plan, rows, at)
 	}
 	if !plan.floored {
-		r.floor.swept(took)
+		r.claimer.floor.swept(took)
 	}
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
 		// The unique index of running serial keys refused the claim: a
@@ -349,7 +349,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	}
 	if short != nil {
 		if short.Due {
-			r.noteBinding(time.Now())
+			r.heldCap.noteBinding(time.Now())
 		}
 		if d, ok := headroomWait(*short, r.spec, r.cfg.PollInterval); ok {
 			r.noteDue(d)
@@ -376,7 +376,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if wt := r.spec.Workflow; wt != nil && len(entries) > 0 && err == nil {
 		// A job that cannot learn its workflow goes back at once, as
 		// those of a stopped worker do.
-		if err = r.workflowIDs(entries); err != nil {
+		if err = r.workflow.setIDs(entries); err != nil {
 			err = fmt.Errorf("claim %s: %w", r.spec.Name, err)
 		}
 	}
@@ -394,7 +394,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		for i := range entries {
 			es[i] = &entries[i]
 		}
-		r.releaseQueued(es)
+		r.releaser.release(es)
 		return claimResult{limit: limit, n: len(rows), err: err}
 	}
 	stale := 0
@@ -437,104 +437,6 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	return res
 }
 
-// claimRows runs the claim statement. A queue without limits claims in one
-// round trip that first steers the planner and, with inTurn, waits for the
-// queue's turn (see claimBatch). A queue with limits or a serial key
-// claims after Admit (see admittedClaim). When a limited claim comes back
-// short, it asks why (Headroom) and returns the answer.
-//
-// A floored plan runs ClaimFrom, whose statement's clock it returns (the
-// zero time for other plans, or when nothing was claimed).
-func (r *runner[T]) claimRows(ctx context.Context, dst []ClaimedRow, plan claimPlan, inTurn bool) ([]ClaimedRow, time.Time, *headroom, error) {
-	limit := plan.limit
-	if !(r.spec.limited() || r.spec.Serial) || r.control == nil {
-		s := r.store
-		if inTurn && r.inTurn != nil {
-			s = r.inTurn
-		} else if r.steered != nil {
-			s = r.steered
-		}
-		rows, at, err := r.claimPlanned(ctx, s, dst, plan)
-		return rows, at, nil, err
-	}
-	rows, at, err := r.admittedClaim(ctx, dst, plan)
-	if err != nil || len(rows) >= limit || !r.spec.limited() {
-		return rows, at, nil, err
-	}
-	// Why the claim came back short, asked after its transaction ended
-	// (the answer only says when to claim next), and only then: a claim
-	// that filled its limit needs no answer.
-	h, err := r.store.(limitStore).Headroom(ctx)
-	if err != nil {
-		return rows, at, nil, fmt.Errorf("headroom: %w", err)
-	}
-	return rows, at, &h, nil
-}
-
-// admittedClaim runs the claim of a queue with limits or a serial key:
-// Admit, then Claim (ClaimFrom for a floored plan, returning its clock),
-// in one transaction on the control pool and, through admitBatch, in one
-// round trip. Admit makes the claims of a limited queue take turns across
-// all processes, so that each counts the jobs the ones before it claimed,
-// and steers the planner to the claim's index scans.
-func (r *runner[T]) admittedClaim(ctx context.Context, dst []ClaimedRow, plan claimPlan) ([]ClaimedRow, time.Time, error) {
-	limit := plan.limit
-	if r.spec.PerKeyConcurrency == 0 {
-		qs := r.w.bind(&admitBatch{db: r.control}).(limitStore)
-		if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
-			return dst, time.Time{}, fmt.Errorf("admit: %w", err)
-		}
-		return r.claimPlanned(ctx, qs, dst, plan)
-	}
-	// A per-key queue has no ClaimFrom (the generator leaves it out):
-	// its claims pass over jobs waiting for their key.
-	conn, err := r.control.Acquire(ctx)
-	if err != nil {
-		return dst, time.Time{}, fmt.Errorf("acquire: %w", err)
-	}
-	defer conn.Release()
-	ab := &admitBatch{db: conn, begin: true}
-	qs := r.w.bind(ab).(limitStore)
-	rows, err := r.perKeyClaims(ctx, qs, dst, limit)
-	return rows, time.Time{}, ab.finish(ctx, err)
-}
-
-// claimPlanned runs plan's claim statement on s: ClaimFrom, returning its
-// clock, for a floored plan; Claim otherwise (a sweep, or a queue without
-// floors), returning the zero time.
-func (r *runner[T]) claimPlanned(ctx context.Context, s store, dst []ClaimedRow, plan claimPlan) ([]ClaimedRow, time.Time, error) {
-	if fs, ok := s.(floorStore); ok && plan.floored {
-		return fs.ClaimFrom(ctx, dst, plan.limit, r.spec.Lease, r.liveness.id, plan.floors)
-	}
-	rows, err := s.Claim(ctx, dst, plan.limit, r.spec.Lease, r.liveness.id)
-	return rows, time.Time{}, err
-}
-
-// perKeyClaims runs the claims of one turn of a queue with a per-key
-// limit, in the transaction of qs. A per-key claim leaves the jobs it
-// picked beyond their key's room pending, so a short claim that took jobs
-// may have filled keys whose other jobs hid jobs of other keys from it:
-// claiming again in the same turn passes over the filled keys (it sees its
-// own claims), so that a busy key never delays another key's job to a
-// later turn.
-func (r *runner[T]) perKeyClaims(ctx context.Context, qs limitStore, dst []ClaimedRow, limit int) ([]ClaimedRow, error) {
-	if err := qs.Admit(ctx, clientStallLimit(r.stmtTimeout)); err != nil {
-		return dst, fmt.Errorf("admit: %w", err)
-	}
-	rows, err := qs.Claim(ctx, dst, limit, r.spec.Lease, r.liveness.id)
-	if err != nil {
-		return dst, err
-	}
-	prev := len(dst)
-	for n := 1; r.spec.PerKeyConcurrency > 0 && n < maxPerKeyClaims && len(rows) > prev && len(rows) < limit; n++ {
-		prev = len(rows)
-		if rows, err = qs.Claim(ctx, rows, limit-prev, r.spec.Lease, r.liveness.id); err != nil {
-			return dst, err
-		}
-	}
-	return rows, nil
-}
-
 // claimBufs is the free list of the slices claims scan their rows into:
 // it owns those slices between claims. The claims of a run (claim) take
 // one before their statement and give it back once its rows are copied
@@ -567,12 +469,6 @@ func (b claimBufs) keep(rows []ClaimedRow) {
 	default:
 	}
 }
-
-// maxPerKeyClaims bounds the claim statements of one turn of a queue with a
-// per-key limit (see claimRows): each statement after the first runs only
-// when the one before took jobs and filled keys, so it takes more than two
-// only when keys with more jobs than room crowd the front of the queue.
-const maxPerKeyClaims = 8
 
 // limitPoll is how soon a worker of a queue whose concurrency limit is
 // reached claims again: jobs that other processes finish free the limit

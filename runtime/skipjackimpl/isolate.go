@@ -217,7 +217,7 @@ func (r *runner[T]) shed() {
 	out := r.takeQueuedLocked()
 	r.mu.Unlock()
 	r.results.flushSoon()
-	r.releaseQueued(out)
+	r.releaser.release(out)
 }
 
 // holding returns how many jobs the worker holds.

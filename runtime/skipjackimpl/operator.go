@@ -86,7 +86,7 @@ func (o *operatorNotes[T]) givePausedBack() {
 	}
 	r.log.Info("skipjack: the queue was paused; giving back the prefetched jobs", "jobs", len(queued))
 	signal(r.capacityFreed)
-	r.releaseQueued(queued)
+	r.releaser.release(queued)
 }
 
 // takeCancelledLocked takes the jobs an operator cancelled out of the

@@ -12,7 +12,7 @@ import (
 // TestFailedReleaseKeepsJobsHeld checks that prefetched jobs whose release
 // failed (the database refused connections, say) stay held, so that
 // heartbeats keep renewing their leases, and that a later heartbeat's
-// retryReleases gives them back. Before, they were forgotten: they stayed
+// retry gives them back. Before, they were forgotten: they stayed
 // running under a worker that kept proving itself alive, which no rescue
 // takes jobs from, for as long as the worker lived.
 func TestFailedReleaseKeepsJobsHeld(t *testing.T) {
@@ -40,10 +40,10 @@ func TestFailedReleaseKeepsJobsHeld(t *testing.T) {
 		do       func()
 		wantHeld int
 	}{
-		{"a failed release", func() { r.releaseQueued(es) }, 3},
-		{"a heartbeat's retry that fails too", r.retryReleases, 3},
-		{"a heartbeat's retry that succeeds", r.retryReleases, 0},
-		{"a heartbeat with nothing left to release", r.retryReleases, 0},
+		{"a failed release", func() { r.releaser.release(es) }, 3},
+		{"a heartbeat's retry that fails too", r.releaser.retry, 3},
+		{"a heartbeat's retry that succeeds", r.releaser.retry, 0},
+		{"a heartbeat with nothing left to release", r.releaser.retry, 0},
 	}
 	for _, st := range steps {
 		st.do()

@@ -63,6 +63,7 @@ func RunOnce[P any](ctx context.Context, spec QueueSpec, handle func(context.Con
 	w := &Worker[P]{spec: spec, handle: handle, cfg: cfg}
 	log := cfg.Logger.With("queue", spec.Name)
 	r := &runner[P]{w: w, spec: spec, cfg: cfg, log: log, inflight: 1, hooks: newHookCaller[P](spec.Name, cfg, log)}
+	r.workflow = workflowSteps[P]{tables: spec.Workflow, queue: spec.Name}
 	r.handle = withMiddleware(handle, cfg.Middleware, r.hooks.jobInfo)
 	// The result goes to a completer that nobody flushes: RunOnce returns
 	// it from the hooks.

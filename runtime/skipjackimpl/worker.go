@@ -104,6 +104,11 @@ func (w *Worker[T]) runIn(ctx context.Context, g *link.Group) error {
 	if g != nil && g.Budget != nil {
 		r.budget, r.member = g.Budget, g.Budget.Join()
 		r.prepaid = w.spec.limited()
+		if r.prepaid {
+			// Its claims take only what the budget lets start: no
+			// prefetch while limits do not bind either.
+			r.heldCap.prefetchFree = false
+		}
 	}
 	if g != nil {
 		mws, _ := g.Middleware.([]skipjack.Middleware)
@@ -119,14 +124,20 @@ func (w *Worker[T]) runIn(ctx context.Context, g *link.Group) error {
 // types of their own, each owning its state: the handler goroutines'
 // counts (handlerPool, execute.go), the leases' renewal and watch
 // (leases, heartbeat.go), the operators' notifications (operatorNotes,
-// operator.go) and the deadlines (timeoutList). The free list of claim
+// operator.go), the release of prefetched jobs and its retries
+// (releaser, release.go), how many jobs the run may hold (heldCap,
+// prefetch.go) and the deadlines (timeoutList). The free list of claim
 // buffers (claimBufs, fetch.go) needs no lock. The parts that do not need
-// mu at all are its own types too: the completer
-// writes results (completer.go), the liveness keeps the run's row in the
-// workers table (liveness.go), the maintainer rescues, prunes and inserts
-// periodic jobs (maintain.go, periodic.go), and the hook caller reports
-// events (hooks.go). What the workers of one pool share is the pool's
-// owner (owner.go). docs/architecture.md draws who calls whom.
+// mu at all are its own types too: the claimer runs the claim statements
+// and keeps their floors (claimer.go, floor.go), the workflow steps look
+// up claimed jobs' workflows and write their outputs (workflowSteps,
+// workflow.go), the completer writes results (completer.go), the
+// liveness keeps the run's row in the workers table (liveness.go), the
+// maintainer rescues, prunes and inserts periodic jobs (maintain.go,
+// periodic.go), and the hook caller reports events (hooks.go). What the
+// workers of one pool share is the pool's owner (owner.go). A new
+// responsibility goes into a type of its own too: TestWalls caps the
+// runner's methods. docs/architecture.md draws who calls whom.
 type runner[T any] struct {
 	w     *Worker[T]
 	spec  QueueSpec
@@ -134,18 +145,6 @@ type runner[T any] struct {
 	store store
 	log   *slog.Logger
 	owner *owner // of the pool the handlers run on; nil in unit tests
-	// control is the pool the worker's own statements run on (nil when
-	// they run on a store given as is, in tests): claims of a queue with
-	// limits open their transactions there.
-	control *pgxpool.Pool
-	// steered and inTurn run the claims of a queue without limits on the
-	// control pool (see claimBatch): steered ones alone, inTurn ones in
-	// turns with the other processes' claims. Both are nil with no control
-	// pool.
-	steered, inTurn queries
-	// floor keeps where claims start reading the claim index (see
-	// claimFloor); nil when the queue's claims read all of it.
-	floor *claimFloor
 	// budget is the handler budget of the group this run belongs to (nil
 	// outside skipjack.RunGroup), in which it is member number member.
 	budget *link.Budget
@@ -163,6 +162,10 @@ type runner[T any] struct {
 
 	leases   leases[T]        // renews the held jobs' leases, or gives them up
 	operator operatorNotes[T] // acts on operators' cancels and pauses
+	releaser releaser[T]      // gives prefetched jobs back, again while that fails
+	claimer  claimer          // runs the claim statements (claimer.go)
+	workflow workflowSteps[T] // looks up claimed jobs' workflows, writes their outputs
+	heldCap  heldCap          // how many jobs the run may hold (prefetch.go)
 	// handle is the worker's handler wrapped in the middleware of its
 	// config and of its group (middleware.go).
 	handle func(context.Context, *skipjack.Job[T]) error
@@ -173,16 +176,8 @@ type runner[T any] struct {
 	due      earliest // when the earliest job this run retried or snoozed becomes due
 
 	stmtTimeout  time.Duration // deadline of claims and flushes
-	maxHeld      int           // prefetched + running (see heldCapLocked)
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
-	// prefetchFree is set for a limited queue that may prefetch (see
-	// prefetchesFree): it holds up to 2×Concurrency, as an unlimited
-	// queue does, except until bindingUntil (guarded by mu), set when a
-	// claim came back short while due jobs waited: a limit binds, and a
-	// prefetched job would hold a slot of it without running.
-	prefetchFree bool
-	bindingUntil time.Time
 
 	mu       sync.Mutex
 	held     map[int64]*entry[T] // every job whose claim this run holds
@@ -206,12 +201,6 @@ type runner[T any] struct {
 	// lastShort is set when the run's last claim took fewer jobs than it
 	// asked for: jobs may be held back (see settled).
 	lastShort atomic.Bool
-	// unreleased are prefetched jobs whose release failed (guarded by mu):
-	// they stay held, so heartbeats keep renewing their leases, until a
-	// heartbeat releases them (retryReleases). Forgotten instead, they would
-	// stay running under a worker that proves itself alive, which no rescue
-	// takes them from.
-	unreleased []*entry[T]
 }
 
 // entry is one claimed job.
@@ -250,15 +239,6 @@ type entry[T any] struct {
 func newRunner[T any](w *Worker[T]) *runner[T] {
 	c := w.cfg.Concurrency
 	b := w.cfg.BatchSize
-	maxHeld := 2 * c
-	if w.spec.limited() {
-		// A queue with limits prefetches nothing while a limit binds (see
-		// heldCapLocked): a prefetched job would count against the
-		// concurrency limit without running. A queue with a rate limit
-		// never prefetches: its jobs would start later than the claims the
-		// rate limit counted.
-		maxHeld = c
-	}
 	log := w.cfg.Logger.With("queue", w.spec.Name)
 	r := &runner[T]{
 		w:             w,
@@ -268,8 +248,6 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		log:           log,
 		hooks:         newHookCaller[T](w.spec.Name, w.cfg, log),
 		stmtTimeout:   statementTimeout(w.spec.Lease),
-		maxHeld:       maxHeld,
-		prefetchFree:  prefetchesFree(w.spec, c),
 		minClaim:      max(1, min(b, c)/2),
 		backlogLimit:  2 * max(b, c),
 		held:          make(map[int64]*entry[T]),
@@ -279,10 +257,13 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 		stopHandlers:  make(chan struct{}),
 	}
 	r.handle = withMiddleware(w.handle, w.cfg.Middleware, r.hooks.jobInfo)
-	r.leases.r, r.operator.r = r, r
+	r.leases.r, r.operator.r, r.releaser.r = r, r, r
+	r.heldCap = newHeldCap(w.spec, c, &r.mu)
 	r.handlers.limit, r.handlers.run = c, r.handlerLoop
 	r.timeouts = &timeoutList[T]{mu: &r.mu, timeout: w.spec.Timeout, wake: make(chan struct{}, 1)}
 	r.liveness = &liveness{id: liveID(w.cfg.WorkerID), lease: w.spec.Lease, name: w.spec.Name, log: log}
+	r.claimer = claimer{spec: w.spec, bind: w.bind, worker: r.liveness.id, stmtTimeout: r.stmtTimeout}
+	r.workflow = workflowSteps[T]{tables: w.spec.Workflow, queue: w.spec.Name, stmtTimeout: r.stmtTimeout, pool: w.pool}
 	r.results = &completer[T]{
 		name:        w.spec.Name,
 		batchSize:   b,
@@ -297,55 +278,9 @@ func newRunner[T any](w *Worker[T]) *runner[T] {
 	return r
 }
 
-// heldCapLocked returns how many jobs the run may hold (prefetched plus
-// running) at now: maxHeld, or twice Concurrency for a queue whose
-// concurrency or per-key limit does not bind (prefetchFree), as for an
-// unlimited queue (issue 43: without prefetch, a limited queue's handlers
-// waited for every claim). A limit that does not bind leaves room for the
-// prefetched jobs, and every claim still counts them against the limit, so
-// the limit holds as exactly as without; once a claim comes back short
-// while due jobs wait (noteBinding), the run holds no more than it runs
-// for limitBindHold. Not in a RunGroup, whose claims take only what its
-// budget lets start (prepaid). Called with r.mu held.
-func (r *runner[T]) heldCapLocked(now time.Time) int {
-	if r.prefetchFree && !r.prepaid && !now.Before(r.bindingUntil) {
-		return 2 * r.cfg.Concurrency
-	}
-	return r.maxHeld
-}
-
-// prefetchesFree reports whether a worker of spec with the given
-// Concurrency may prefetch while the queue's limits do not bind (see
-// heldCapLocked): a queue with a concurrency or per-key limit and no rate
-// limit, whose concurrency limit, if any, is at least limitPrefetchRatio
-// times the worker's Concurrency. Against a smaller limit a worker's
-// prefetched jobs would be a large share of it, and a worker that frees
-// and takes back its own slots sees no short claim, so it would keep them
-// held while other processes' handlers wait for slots.
-func prefetchesFree(spec QueueSpec, concurrency int) bool {
-	return spec.limited() && spec.RateCount == 0 &&
-		(spec.LimitConcurrency == 0 || spec.LimitConcurrency >= limitPrefetchRatio*concurrency)
-}
-
-// limitPrefetchRatio is how many times a worker's Concurrency a queue's
-// concurrency limit must be for the worker to prefetch (prefetchesFree).
-const limitPrefetchRatio = 8
-
-// limitBindHold is how long a run of a limited queue prefetches nothing
-// after a claim that a limit held back.
-const limitBindHold = 5 * time.Second
-
-// noteBinding records that a claim came back short while due jobs waited:
-// a limit binds (see heldCapLocked).
-func (r *runner[T]) noteBinding(now time.Time) {
-	r.mu.Lock()
-	r.bindingUntil = now.Add(limitBindHold)
-	r.mu.Unlock()
-}
-
 // useStore makes the run and its parts run their statements on s.
 func (r *runner[T]) useStore(s store) {
-	r.store, r.results.store, r.liveness.store = s, s, s
+	r.store, r.results.store, r.liveness.store, r.claimer.store = s, s, s, s
 }
 
 func (r *runner[T]) run(ctx context.Context) error {
@@ -359,8 +294,12 @@ func (r *runner[T]) run(ctx context.Context) error {
 	}
 	r.useStore(r.store)
 	slots := r.w.slots
+	// control is the pool the worker's own statements run on (nil when
+	// they run on a store given as is, in tests).
+	var control *pgxpool.Pool
 	if r.w.bind != nil {
-		control, err := newControlPool(r.w.pool)
+		var err error
+		control, err = newControlPool(r.w.pool)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r.spec.Name, err)
 		}
@@ -368,13 +307,13 @@ func (r *runner[T]) run(ctx context.Context) error {
 		warm(control, maxClaimsInFlight)
 		r.useStore(r.w.bind(control))
 		slots = r.w.bind(control).slots() // maintenance too: periodic jobs are inserted on time while handlers hold the pool
-		r.control = control
+		r.claimer.control, r.workflow.control = control, control
 		stall := clientStallLimit(r.stmtTimeout)
-		r.steered = r.w.bind(claimBatch{pool: control, stall: stall})
-		r.inTurn = r.w.bind(claimBatch{pool: control, stall: stall, turn: true, key: turnKey(r.spec.Name), wait: turnWait(r.stmtTimeout)})
+		r.claimer.steered = r.w.bind(claimBatch{pool: control, stall: stall})
+		r.claimer.inTurn = r.w.bind(claimBatch{pool: control, stall: stall, turn: true, key: turnKey(r.spec.Name), wait: turnWait(r.stmtTimeout)})
 	}
 	if fs, ok := r.store.(floorStore); ok && fs.claimsFrom() && !r.spec.Serial && r.spec.PerKeyConcurrency == 0 {
-		r.floor = newClaimFloor(r.spec.Priority, r.cfg.PollInterval, time.Now())
+		r.claimer.floor = newClaimFloor(r.spec.Priority, r.cfg.PollInterval, time.Now())
 	}
 	if err := r.liveness.renew(r.stmtTimeout); err != nil {
 		if missingTable(err) {
@@ -394,7 +333,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	}
 	defer unsubscribe()
 
-	maint := &maintainer{store: r.store, db: r.controlDB(), slots: slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
+	maint := &maintainer{store: r.store, db: controlDB(control, r.w.pool), slots: slots, spec: r.spec, log: r.log, rescued: func() { signal(r.claimable) }}
 	var flusher, background sync.WaitGroup
 	final := make(chan struct{})
 	flusher.Go(func() { r.results.flushLoop(final) })
@@ -420,7 +359,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	r.stopped = true
 	queued := r.takeQueuedLocked()
 	r.mu.Unlock()
-	release.Go(func() { r.releaseQueued(queued) })
+	release.Go(func() { r.releaser.release(queued) })
 	close(r.stopHandlers)
 	stuck := r.waitHandlers(deadline)
 	release.Wait()
@@ -456,7 +395,7 @@ func statementTimeout(lease time.Duration) time.Duration {
 }
 
 // takeQueuedLocked empties the prefetched queue and returns the jobs in it
-// whose leases are not lost, marked as being settled, for releaseQueued,
+// whose leases are not lost, marked as being settled, for releaser.release,
 // giving back the budget tokens they held (see prepaid); r.mu must be
 // held.
 func (r *runner[T]) takeQueuedLocked() []*entry[T] {
@@ -520,52 +459,6 @@ func (r *runner[T]) waitHandlers(deadline time.Time) []int64 {
 	return stuck
 }
 
-// releaseQueued makes prefetched jobs pending again for other workers.
-func (r *runner[T]) releaseQueued(es []*entry[T]) {
-	if len(es) == 0 {
-		return
-	}
-	ids, claims := idsAndClaims(es)
-	ctx, cancel := context.WithTimeout(context.Background(), finalFlushTimeout)
-	n, err := r.store.Release(ctx, ids, claims)
-	cancel()
-	if err != nil {
-		r.log.Warn("skipjack: releasing prefetched jobs failed; they stay held and the next heartbeat releases them",
-			"error", fmt.Errorf("release %s: %w", r.spec.Name, err), "jobs", len(es))
-		r.mu.Lock()
-		r.unreleased = append(r.unreleased, es...)
-		r.mu.Unlock()
-		return
-	}
-	r.log.Debug("skipjack: released prefetched jobs", "jobs", n)
-	rows := make([]ClaimedRow, len(es))
-	for i, e := range es {
-		rows[i] = e.row
-	}
-	r.floor.released(rows)
-	r.mu.Lock()
-	for _, e := range es {
-		r.forget(e)
-	}
-	r.mu.Unlock()
-}
-
-// retryReleases releases again the prefetched jobs whose release failed
-// (unreleased) and that this run still holds: a heartbeat that found one
-// taken by a rescuer already let go of it.
-func (r *runner[T]) retryReleases() {
-	r.mu.Lock()
-	var es []*entry[T]
-	for _, e := range r.unreleased {
-		if r.held[e.row.ID] == e && !e.lost.Load() {
-			es = append(es, e)
-		}
-	}
-	r.unreleased = nil
-	r.mu.Unlock()
-	r.releaseQueued(es)
-}
-
 // forget drops e from the held set; r.mu must be held.
 func (r *runner[T]) forget(e *entry[T]) {
 	if r.held[e.row.ID] != e {
@@ -592,7 +485,7 @@ func (r *runner[T]) settled(batch []*entry[T]) {
 	for _, e := range batch {
 		r.forget(e)
 	}
-	full := r.stopped || r.heldCapLocked(time.Now())-r.inflight < r.minClaim
+	full := r.stopped || r.heldCap.capLocked(time.Now())-r.inflight < r.minClaim
 	r.mu.Unlock()
 	signal(r.capacityFreed)
 	if r.spec.Serial || r.spec.limited() {

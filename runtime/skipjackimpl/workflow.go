@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/link"
 )
@@ -328,39 +329,44 @@ func quoteLiteral(s string) string {
 	return string(append(out, '\''))
 }
 
-// workflowIDs sets the WorkflowID of the claimed jobs in entries, on the
-// run's control pool (its handlers' pool in tests without one).
-func (r *runner[T]) workflowIDs(entries []entry[T]) error {
-	var db DBTX = r.control
-	if r.control == nil {
-		db = r.w.pool
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
+// workflowSteps is what a run of a queue that workflows use does with
+// the steps table: it looks up the workflows of the jobs it claims and
+// writes the outputs their handlers record. It owns where those
+// statements run: the run's control pool, or the handlers' pool in tests
+// without one. For a queue that no workflow uses (tables is nil) it does
+// nothing.
+type workflowSteps[T any] struct {
+	tables      *WorkflowTables // the queue's spec.Workflow
+	queue       string
+	stmtTimeout time.Duration
+	control     *pgxpool.Pool // the run's control pool; nil without one
+	pool        *pgxpool.Pool // the handlers' pool
+}
+
+// setIDs sets the WorkflowID of the claimed jobs in entries.
+func (s *workflowSteps[T]) setIDs(entries []entry[T]) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.stmtTimeout)
 	defer cancel()
-	return workflowIDs(ctx, db, r.spec.Workflow, r.spec.Name, entries)
+	return workflowIDs(ctx, controlDB(s.control, s.pool), s.tables, s.queue, entries)
 }
 
 // storeOutput writes the output the handler of e recorded, if any, before
 // its acknowledgement is queued.
-func (r *runner[T]) storeOutput(e *entry[T]) error {
+func (s *workflowSteps[T]) storeOutput(e *entry[T]) error {
 	out := link.JobOutput(e.job)
-	if r.spec.Workflow == nil || out == nil {
+	if s.tables == nil || out == nil {
 		return nil
 	}
-	var db DBTX = r.control
-	if r.control == nil {
-		db = r.w.pool
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.stmtTimeout)
 	defer cancel()
-	return writeOutput(ctx, db, r.spec.Workflow, r.spec.Name, e.job.ID, e.job.Claim, out)
+	return writeOutput(ctx, controlDB(s.control, s.pool), s.tables, s.queue, e.job.ID, e.job.Claim, out)
 }
 
-// controlDB is what the run's own statements outside the store run on:
-// its control pool, or its handlers' pool in tests without one.
-func (r *runner[T]) controlDB() DBTX {
-	if r.control == nil {
-		return r.w.pool
+// controlDB is what a run's own statements outside the store run on: its
+// control pool, or its handlers' pool in tests without one.
+func controlDB(control, pool *pgxpool.Pool) DBTX {
+	if control == nil {
+		return pool
 	}
-	return r.control
+	return control
 }
