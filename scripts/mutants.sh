@@ -97,8 +97,7 @@ mutants=(
   "migrate-lock-waited-in-statement :: skipjackimpl/migrate.go :: s/\"SELECT pg_try_advisory_xact_lock(\$1)\"/\"SELECT true FROM pg_advisory_xact_lock(\$1)\"/ :: TestMigratorsWaitingBesideLiveUnits :: ."
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
   # A prefetched job whose release failed stays held and is released again.
-  "failed-release-never-retried :: skipjackimpl/worker.go :: s/^\t\tr.unreleased = append(r.unreleased, es...)$/\t\t_ = es/ :: TestFailedReleaseKeepsJobsHeld :: ./skipjackimpl"
-  "heartbeat-never-retries-releases :: skipjackimpl/heartbeat.go :: s/^\t\tr.retryReleases()$/\t\t_ = r/ :: TestFailedReleaseRetriedByHeartbeat :: ."
+  "heartbeat-never-retries-releases :: skipjackimpl/heartbeat.go :: s/^\t\tr.releaser.retry()$/\t\t_ = r/ :: TestFailedReleaseRetriedByHeartbeat :: ."
   "unheld-claim-never-given-back :: skipjackimpl/heartbeat.go :: s/^\t\tif err := l.giveBackUnheld(interval); err != nil {$/\t\tif err := error(nil); err != nil {/ :: TestUnheldClaimGivenBack :: ."
   "giveback-takes-held-jobs :: internal/testqueue/slow/internal/db/queries.sql.go :: s/AND j.\"id\" <> ALL(\$2::bigint\[\])/AND (j.\"id\" <> ALL(\$2::bigint[]) OR true)/ :: TestHeldJobWithLapsedLeaseKept :: ."
   "failed-release-never-retried :: skipjackimpl/release.go :: s/^\t\trel.unreleased = append(rel.unreleased, es...)$/\t\t_ = es/ :: TestFailedReleaseKeepsJobsHeld :: ./skipjackimpl"
@@ -150,7 +149,7 @@ feature_mutants=(
   "retry-no-extra-attempt :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/greatest(t.\"max_attempts\", t.\"attempt\" + 1)/t.\"max_attempts\"/ :: TestRetryResult :: ."
   "cancel-counts-finished :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Cancel/,/^\`/s/AND (t.\"state\" = 'pending' OR/AND (t.\"state\" <> 'running' OR/ :: TestCancelResult :: ."
   "record-drops-priority :: skipjackimpl/bind.go :: s/^\t\tPriority:       int(r.Priority),$/\t\tPriority:       0,/ :: TestGetAndListRecords :: ."
-  "list-limit-uncapped :: skipjackimpl/queue.go :: s/p.Limit = min(p.Limit, maxListLimit)/p.Limit = min(p.Limit, 10*maxListLimit)/ :: TestGetAndListRecords :: ."
+  "list-limit-uncapped :: skipjackimpl/queue.go :: s/return min(limit, maxListLimit)/return min(limit, 10*maxListLimit)/ :: TestGetAndListRecords :: ."
   "prune-completed-sign-error :: internal/testqueue/trim/internal/db/queries.sql.go :: /-- name: PruneCompleted/,/FOR UPDATE SKIP LOCKED/s/\"finished_at\" < now() - \$1::interval/\"finished_at\" < now() + \$1::interval/ :: TestRetentionBoundaries :: ."
   "prune-failed-with-completed-retention :: skipjackimpl/bind.go :: s/b.q.PruneFailed(ctx, failedAge, int32(limit))/b.q.PruneFailed(ctx, completedAge, int32(limit))/ :: TestRetentionBoundaries :: ."
   "stats-oldest-pending-is-newest :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/ORDER BY \"run_at\" LIMIT 1/ORDER BY \"run_at\" DESC LIMIT 1/ :: TestStatsCounts :: ."

@@ -60,7 +60,7 @@ func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
 		if err := l.heartbeat(interval); err != nil {
 			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
-		r.retryReleases()
+		r.releaser.retry()
 		if err := l.giveBackUnheld(interval); err != nil {
 			r.log.Warn("skipjack: giving back jobs this worker does not hold failed; the next heartbeat tries again", "error", err)
 		}
@@ -198,7 +198,7 @@ func (l *leases[T]) cancelJobs(ids []int64) {
 	r.mu.Unlock()
 	if len(out) > 0 {
 		signal(r.capacityFreed)
-		r.releaseQueued(out)
+		r.releaser.release(out)
 	}
 }
 
@@ -280,7 +280,7 @@ func (l *leases[T]) doubt(now time.Time, proof time.Duration) int {
 	r.mu.Unlock()
 	if len(queued) > 0 {
 		signal(r.capacityFreed)
-		r.releaseQueued(queued)
+		r.releaser.release(queued)
 	}
 	return n + len(queued)
 }

@@ -68,12 +68,3 @@ func (rel *releaser[T]) retry() {
 	r.mu.Unlock()
 	rel.release(es)
 }
-
-// releaseQueued is releaser.release, for heartbeat.go's calls.
-//
-// TODO(walls): drop it (and retryReleases) once heartbeat.go calls
-// r.releaser.release and r.releaser.retry itself.
-func (r *runner[T]) releaseQueued(es []*entry[T]) { r.releaser.release(es) }
-
-// retryReleases is releaser.retry, for heartbeat.go's heartbeatLoop.
-func (r *runner[T]) retryReleases() { r.releaser.retry() }
