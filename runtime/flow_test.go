@@ -162,6 +162,13 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 	})
 
 	cs := claims.sorted()
+	recorded := 0
+	for _, c := range cs {
+		recorded += c.n
+	}
+	if recorded != jobs {
+		t.Fatalf("the claim log recorded %d claimed jobs, want all %d: claims the log does not see cannot be checked", recorded, jobs)
+	}
 	most, at := 0, time.Duration(0)
 	for i := range cs {
 		n := 0
@@ -195,7 +202,9 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 
 // claimLog records the claims of the pools it made: when each Claim
 // statement was sent, when its result was read, and how many jobs it
-// claimed.
+// claimed. A claim sent alone is traced as a query; one sent in a batch
+// (after Admit, in one round trip) as a query of the batch, which it
+// dates from the batch's start.
 type claimLog struct {
 	mu     sync.Mutex
 	claims []claimSpan
@@ -233,6 +242,18 @@ func (l *claimLog) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQu
 	defer l.mu.Unlock()
 	l.claims = append(l.claims, claimSpan{start: start, end: time.Now(), n: int(d.CommandTag.RowsAffected())})
 }
+
+func (l *claimLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return context.WithValue(ctx, claimStart{}, time.Now())
+}
+
+func (l *claimLog) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if strings.HasPrefix(d.SQL, "-- name: Claim ") || strings.HasPrefix(d.SQL, "-- name: ClaimFrom ") {
+		l.TraceQueryEnd(ctx, nil, pgx.TraceQueryEndData{CommandTag: d.CommandTag, Err: d.Err})
+	}
+}
+
+func (l *claimLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // sorted returns the claims recorded so far, by start.
 func (l *claimLog) sorted() []claimSpan {
@@ -566,7 +587,10 @@ func TestSerialClaimRace(t *testing.T) {
 // (then unmatched) result, which AckDelay (1s here) puts off. Before: a
 // claim per PollInterval, 300 jobs took over a minute; without the wake
 // (the claimer retries 50ms after a claim the limit refused) about 6s,
-// with it about 1s.
+// with it about 1s on a quiet machine, and 5s at load average 18, so the
+// time is logged, not bounded: load would break a bound that tells 1s
+// from 6s. TestTxAckedEndWakesLimitedClaimer (skipjackimpl) holds the
+// wake itself; this test fails on the claim per PollInterval.
 func TestLimitedQueueWithCompleteTx(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 20)
@@ -587,11 +611,7 @@ func TestLimitedQueueWithCompleteTx(t *testing.T) {
 	}, skipjack.WorkerConfig{Concurrency: 12, AckDelay: time.Second, Logger: quietLogger(t)}))
 	began := time.Now()
 	waitFor(t, 60*time.Second, "every job to complete", func() bool { return done.Load() == jobs })
-	if took := time.Since(began); took > 3*time.Second {
-		t.Errorf("%d jobs of 3 at a time took %v, want well under 3s (about 1s)", jobs, took)
-	} else {
-		t.Logf("%d jobs in %v", jobs, took)
-	}
+	t.Logf("%d jobs of 3 at a time in %v", jobs, time.Since(began))
 }
 
 // admitKey is the advisory lock key of the claims of the queue table named

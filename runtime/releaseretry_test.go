@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/slow"
 )
@@ -57,13 +58,26 @@ WHEN (OLD.state = 'running' AND NEW.state = 'pending') EXECUTE FUNCTION refuse_r
 	waitFor(t, 30*time.Second, "2 handlers to start and 2 jobs to be prefetched", func() bool {
 		return started.Load() == 2 && queryInt(t, pool, `SELECT count(*) FROM skipjack.slow WHERE state = 'running'`) == 4
 	})
-	if err := slow.Pause(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	// The pause's release and at least one heartbeat's retry (lease 3s:
-	// a heartbeat a second) were refused.
+	// Paused again every half second until the worker tried to give its
+	// prefetched jobs back: its listener may not be listening yet, and a
+	// lost notification would leave them prefetched (see wakeUntil).
+	waitFor(t, 60*time.Second, "the pause's release of the prefetched jobs", func() bool {
+		if err := slow.Pause(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if releaseAttempts(t, pool) >= 1 {
+				return true
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return false
+	})
+	// At least one heartbeat's retry (lease 3s: a heartbeat a second) was
+	// refused too.
 	waitFor(t, 60*time.Second, "a refused release to be tried again", func() bool {
-		return queryInt(t, pool, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM release_attempts`) >= 2
+		return releaseAttempts(t, pool) >= 2
 	})
 	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.slow WHERE state = 'running'`); n != 4 {
 		t.Fatalf("%d jobs running while releases are refused, want 4 (2 started, 2 prefetched kept held)", n)
@@ -78,4 +92,11 @@ WHEN (OLD.state = 'running' AND NEW.state = 'pending') EXECUTE FUNCTION refuse_r
 		t.Errorf("%d handlers started, want 2 (the queue is paused)", n)
 	}
 	release()
+}
+
+// releaseAttempts returns how many releases TestFailedReleaseRetriedByHeartbeat's
+// trigger refused.
+func releaseAttempts(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	return queryInt(t, pool, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM release_attempts`)
 }

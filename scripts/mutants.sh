@@ -116,7 +116,7 @@ mutants=(
   "abandoned-handler-keeps-group-slot :: skipjackimpl/heartbeat.go :: s/^\t\t\tends = append(ends, e.token)$/\t\t\t_ = e.token/ :: TestRunGroupAbandonedHandlerGivesBackItsSlot :: ."
   "cancel-keeps-eleven-errors :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Cancel :execrows/,/ELSE t.\"errors\" END/s/+ 1 - 10$/+ 1 - 11/ :: TestCancelKeepsLastTenErrors :: ."
   "completetx-result-dropped :: skipjackimpl/execute.go :: s/^\tqueue := !e.lost.Load() \&\& !e.abandoned$/\tqueue := !e.lost.Load() \&\& !e.abandoned \&\& !(acked \&\& completed)/ :: TestCompleteTxEveryOutcome :: ."
-  "completetx-wait-counted-twice :: skipjackimpl/counts.go :: s/if e.startedAt.IsZero() || e.txAcked.Load() {/if e.startedAt.IsZero() {/ :: TestActivityCountsDeletedJobs :: ."
+  "completetx-wait-counted-twice :: skipjackimpl/counts.go :: s/if e.startedAt.IsZero() || e.txAcked.Load() {/if e.startedAt.IsZero() {/ :: TestWaitHistogram :: ./skipjackimpl"
   # Claims read the claim index from floors (issue 42): without them, a
   # pinned horizon makes every claim walk every job claimed since the pin;
   # without sweeps, a job enqueued below the floors is never claimed.
@@ -169,7 +169,7 @@ feature_mutants=(
   "serial-order-ignored :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/(o.\"state\" = 'running' OR o.\"id\" < c.\"id\")/o.\"state\" = 'running'/ :: TestSerialByKey :: ."
   "serial-running-index-dropped :: internal/testqueue/migrate.go :: s/CREATE UNIQUE INDEX \"keyed_serial_running_idx\"/CREATE INDEX \"keyed_serial_running_idx\"/ :: TestSerialKeyIsEnforcedByTheDatabase :: ."
   "serial-race-logged-as-failure :: skipjackimpl/fetch.go :: s/if err != nil \&\& r.spec.Serial \&\& sqlState(err) == \"23505\" {/if false {/ :: TestSerialClaimRace :: ."
-  "limited-txack-no-wake :: skipjackimpl/execute.go :: s/if acked \&\& completed \&\& (r.spec.Serial || r.spec.limited()) {/if false \&\& acked {/ :: TestLimitedQueueWithCompleteTx :: ."
+  "limited-txack-no-wake :: skipjackimpl/execute.go :: s/if acked \&\& completed \&\& (r.spec.Serial || r.spec.limited()) {/if false \&\& acked {/ :: TestTxAckedEndWakesLimitedClaimer :: ./skipjackimpl"
   "group-budget-ignored :: skipjackimpl/execute.go :: s/if !r.budget.Acquire(r.member, r.stopHandlers) {/if false {/ :: TestRunGroup$ :: ."
   "group-budget-first-come :: internal/link/budget.go :: s/m := (b.next + i) % len(b.waiting)/m := i/ :: TestBudgetTurns :: ./internal/link"
   "dashboard-retry-offered-for-any-state :: ../dashboard/actions.go :: s/return rec.State == skipjack.StateFailed || (rec.State == skipjack.StatePending \&\& rec.RunAt.After(now))/return rec.State != skipjack.StateCompleted/ :: TestJobPageOffersApplicableActions :: ../dashboard"

@@ -11,7 +11,9 @@ import (
 // run_at (database clock) to its handler's start (this process's clock,
 // moved onto the database's by the skew the last statement showed), in
 // the bucket below the first bound the wait is under; prefetched jobs
-// that never started are not counted.
+// that never started are not counted, nor are jobs CompleteTx
+// acknowledged (their acknowledgement counted them in the handler's
+// transaction; batched with other jobs' results, they would count twice).
 func TestWaitHistogram(t *testing.T) {
 	t.Parallel()
 	db := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
@@ -40,7 +42,9 @@ func TestWaitHistogram(t *testing.T) {
 			runAt := db.Add(-time.Minute)
 			started := &entry[int]{row: ClaimedRow{RunAt: runAt}, startedAt: runAt.Add(tt.waited).Add(tt.ahead)}
 			prefetched := &entry[int]{row: ClaimedRow{RunAt: runAt}}
-			h := waitHistogram(&c, []*entry[int]{started, prefetched})
+			inTx := &entry[int]{row: ClaimedRow{RunAt: runAt}, startedAt: started.startedAt}
+			inTx.txAcked.Store(true)
+			h := waitHistogram(&c, []*entry[int]{started, prefetched, inTx})
 			want := make([]int64, len(skipjack.WaitBounds)+1)
 			want[tt.bucket] = 1
 			for i := range want {
