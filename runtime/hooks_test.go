@@ -80,7 +80,13 @@ func (h *eventHooks) waitUntil(t *testing.T, what string, cond func() bool) {
 		select {
 		case <-h.changed:
 		case <-timeout:
-			t.Fatalf("timed out waiting for %s", what)
+			h.mu.Lock()
+			ended := make([]string, 0, len(h.ends))
+			for _, e := range h.ends {
+				ended = append(ended, fmt.Sprintf("%d:%s", e.job.ID, e.res.Outcome))
+			}
+			h.mu.Unlock()
+			t.Fatalf("timed out waiting for %s; attempts ended (job:outcome): %v", what, ended)
 		}
 	}
 }

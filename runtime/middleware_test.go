@@ -118,6 +118,14 @@ func TestMiddlewareOrder(t *testing.T) {
 func TestMiddlewareResults(t *testing.T) {
 	t.Parallel()
 	errBoom := errors.New("boom")
+	// snoozedOnce reports whether the job with this id was snoozed
+	// already, noting that it is now: per run, since job ids start at 1
+	// in each run's database (go test -count=3 runs it three times).
+	var snoozed sync.Map
+	snoozedOnce := func(id int64) bool {
+		_, again := snoozed.LoadOrStore(id, true)
+		return again
+	}
 	cases := []struct {
 		name string
 		// mw is the middleware's body for this job; handler the handler's.
@@ -276,15 +284,6 @@ func TestMiddlewareResults(t *testing.T) {
 	if panicErr == nil || panicErr.Value != "middleware kaboom" || len(panicErr.Stack) == 0 {
 		t.Errorf("the panicking middleware's attempt ended with %v, want a *PanicError with its value and stack", panicErr)
 	}
-}
-
-// snoozed holds the ids of the jobs that the "short-circuit snooze once"
-// case snoozed.
-var snoozed sync.Map
-
-func snoozedOnce(id int64) bool {
-	_, again := snoozed.LoadOrStore(id, true)
-	return again
 }
 
 // TestRunGroupMiddleware runs two workers of different queues in RunGroup

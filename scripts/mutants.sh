@@ -236,6 +236,7 @@ feature_mutants=(
   "invalid-index-repair-unique-only :: skipjackimpl/migrate.go :: s/(?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS/UNIQUE INDEX CONCURRENTLY IF NOT EXISTS/ :: TestGate3RepairsInvalidPlainIndex :: ."
   "invalid-index-drop-unique-only :: skipjackimpl/migrate.go :: s/AND NOT indisvalid)\", index)/AND NOT indisvalid AND indisunique)\", index)/ :: TestGate3RepairsInvalidPlainIndex :: ."
   "dashboard-scheduled-ignores-filter :: ../dashboard/queuepage.go :: s/Limit: scan.size, Payload: filter.Payload, ErrorGroup:/Limit: scan.size, ErrorGroup:/ :: TestGate3ScheduledTabFilters :: ../dashboard"
+  "dashboard-scheduled-newest-ignores-filter :: ../dashboard/paging.go :: s/Limit: scan.size, Payload: p.Payload, ErrorGroup:/Limit: scan.size, ErrorGroup:/ :: TestGate3ScheduledTabFilters :: ../dashboard"
   "dashboard-group-retry-first-window :: ../dashboard/failures.go :: s/maxGroupRetry+1, groupScan)/maxGroupRetry+1, scanBound{pages: 1, size: groupScan.size})/ :: TestGate3GroupRetryRetriesTheWholeGroup :: ../dashboard"
   "cli-stats-paused-dropped :: ../cmd/skipjack/stats.go :: s/rows\[i\].Queue += \" (paused)\"/_ = i/ :: TestGate3StatsMarksPausedQueue :: ../cmd/skipjack"
   "cli-pause-counts-due-only :: ../cmd/skipjack/queues.go :: s/was.Pending+was.Scheduled, was.Running)/was.Pending, was.Running)/ :: TestGate3QueuesPauseCountsScheduled :: ../cmd/skipjack"
