@@ -648,7 +648,7 @@ func TestLimitedClaimsTakeTurns(t *testing.T) {
 		return nil
 	}, skipjack.WorkerConfig{Concurrency: 3, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}))
 	waitFor(t, 10*time.Second, "the worker's claim to wait for the lock", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
 	})
 	time.Sleep(300 * time.Millisecond)
 	if n := ran.Load(); n != 0 {
@@ -682,5 +682,65 @@ func TestRunGroupWithoutCap(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Errorf("RunGroup returned %v, want nil", err)
+	}
+}
+
+// TestRateWindowSpansPer checks that a rate-limited claim counts every
+// start of the last per, however the claim is timed: a worker's first
+// claim (no earlier claim told it when the window frees) waits for the
+// queue's admit lock, held by the test; meanwhile the test logs a full
+// slot of starts 61 slots ago (671ms of paced's 1099ms window) and then
+// lets the claim go. The claim must take nothing until that slot left the
+// window: the rate log must hold no later slot of this worker's starts
+// that is still inside the window of the seeded one. A window short of per
+// (60 slots, say) admits at once. The log's slots are read on the
+// database's clock, which the claim's slot is taken from too.
+func TestRateWindowSpansPer(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	count, per := paced.Spec.RateCount, paced.Spec.RatePer
+	slotMS := (per.Milliseconds() + 99) / 100 // the generator's slot: per/100, rounded up
+	if _, err := paced.EnqueueMany(ctx, pool, make([]paced.Payload, 5)); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, admitKey(`"skipjack"."paced"`)); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	start(t, paced.NewWorker(pool, func(context.Context, *paced.Job) error {
+		ran.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 5, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}))
+	waitFor(t, 30*time.Second, "the worker's claim to wait for the admit lock", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
+	})
+	var seeded int64
+	if err := pool.QueryRow(ctx, `
+INSERT INTO skipjack._skipjack_queues ("name", "rate_slots", "rate_counts")
+VALUES ('paced', ARRAY[floor(extract(epoch FROM clock_timestamp()) * 1000 / $1)::bigint - 61], ARRAY[$2::integer])
+ON CONFLICT ("name") DO UPDATE SET "rate_slots" = EXCLUDED."rate_slots", "rate_counts" = EXCLUDED."rate_counts"
+RETURNING "rate_slots"[1]`, slotMS, count).Scan(&seeded); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the paced jobs to run once the seeded slot left the window", func() bool { return ran.Load() == 5 })
+	var logged []int64
+	if err := pool.QueryRow(ctx, `SELECT "rate_slots" FROM skipjack._skipjack_queues WHERE "name" = 'paced'`).Scan(&logged); err != nil {
+		t.Fatal(err)
+	}
+	windowSlots := (per.Milliseconds() + slotMS - 1) / slotMS // slots in per, rounded up
+	for _, s := range logged {
+		if s > seeded && s-seeded < windowSlots {
+			t.Errorf("jobs started in slot %d, %dms after the full slot %d that the test logged: within %v of %d starts, want none until it left the window (logged slots %v)",
+				s, (s-seeded)*slotMS, seeded, per, count, logged)
+		}
 	}
 }

@@ -160,11 +160,11 @@ feature_mutants=(
   "cli-ui-allowed-host-dropped :: ../cmd/skipjack/ui.go :: s/AllowedHosts: append(listenName(o.listen, ln.Addr()), o.allowedHosts...),/AllowedHosts: listenName(o.listen, ln.Addr()),/ :: TestUIAllowedHost :: ../cmd/skipjack"
   "pause-ignored-by-claim :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/AND NOT EXISTS (SELECT FROM \"skipjack\".\"_skipjack_queues\" WHERE \"name\" = 'demo' AND \"paused_at\" IS NOT NULL)/AND true/ :: TestPauseResume :: ."
   "limited-claim-without-admit :: skipjackimpl/claimer.go :: s/if !(c.spec.limited() || c.spec.Serial) || c.control == nil {/if true {/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
-  "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers :: ."
+  "rate-window-too-short :: internal/testqueue/paced/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/(SELECT \"slot\" FROM clock) - 105/(SELECT \"slot\" FROM clock) - 60/ :: TestRateLimitAcrossWorkers|TestRateWindowSpansPer :: ."
   # Issue 40: slots of per/100 rounded down (per 1099ms: 10ms) count a
   # window shorter than per; a slot logged in another size runs ahead of the
   # clock and, counted, never leaves the window.
-  "rate-slot-rounded-down :: internal/testqueue/paced/internal/db/queries.sql.go :: s/ \/ 11)::bigint AS \"slot\"/ \/ 10)::bigint AS \"slot\"/;s/+ 105) \* 11 -/+ 105) * 10 -/ :: TestRateLimitAcrossWorkers :: ."
+  "rate-slot-rounded-down :: internal/testqueue/paced/internal/db/queries.sql.go :: s/ \/ 11)::bigint AS \"slot\"/ \/ 10)::bigint AS \"slot\"/;s/+ 105) \* 11 -/+ 105) * 10 -/ :: TestRateLimitAcrossWorkers|TestRateWindowSpansPer :: ."
   "rate-log-counts-future-slots :: internal/testqueue/paced/internal/db/queries.sql.go :: /AND s.\"slot\" <= (SELECT \"slot\" FROM clock)$/d :: TestRateLogOfAnotherSlotSize :: ."
   "serial-order-ignored :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/(o.\"state\" = 'running' OR o.\"id\" < c.\"id\")/o.\"state\" = 'running'/ :: TestSerialByKey :: ."
   "serial-running-index-dropped :: internal/testqueue/migrate.go :: s/CREATE UNIQUE INDEX \"keyed_serial_running_idx\"/CREATE INDEX \"keyed_serial_running_idx\"/ :: TestSerialKeyIsEnforcedByTheDatabase :: ."
