@@ -744,3 +744,45 @@ RETURNING "rate_slots"[1]`, slotMS, count).Scan(&seeded); err != nil {
 		}
 	}
 }
+
+// TestLimitedClaimHoldsTurnLock checks that the claim of a queue with
+// limits runs inside the turn that Admit took: a trigger on the jobs the
+// claim marks running records whether the claiming session holds an
+// advisory lock at that moment. An Admit run as a statement of its own
+// (its transaction, and so its lock, ends before the claim) would let
+// claims of several processes count the same running jobs and together
+// pass the limit, a race too rare for TestConcurrencyLimitAcrossProcesses
+// to meet every run; the trigger sees it at every claim.
+func TestLimitedClaimHoldsTurnLock(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `
+CREATE TABLE claimed_rows (id bigint NOT NULL, in_turn boolean NOT NULL);
+CREATE FUNCTION note_turn() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO claimed_rows VALUES (NEW.id, EXISTS (
+		SELECT FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted));
+	RETURN NEW;
+END $$;
+CREATE TRIGGER note_turn BEFORE UPDATE ON skipjack.capped FOR EACH ROW
+WHEN (OLD.state = 'pending' AND NEW.state = 'running') EXECUTE FUNCTION note_turn();`); err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 30
+	if _, err := capped.EnqueueMany(ctx, pool, make([]capped.Payload, jobs)); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Int64
+	start(t, capped.NewWorker(pool, func(context.Context, *capped.Job) error {
+		done.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 6, Logger: quietLogger(t)}))
+	waitFor(t, 60*time.Second, "every capped job to run", func() bool { return done.Load() == jobs })
+	if n := queryInt(t, pool, `SELECT count(*) FROM claimed_rows`); n < jobs {
+		t.Fatalf("the trigger saw %d claimed rows, want at least %d", n, jobs)
+	}
+	if n := queryInt(t, pool, `SELECT count(*) FROM claimed_rows WHERE NOT in_turn`); n > 0 {
+		t.Errorf("%d jobs were claimed by a session that did not hold the queue's turn lock", n)
+	}
+}

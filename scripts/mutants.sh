@@ -265,7 +265,7 @@ feature_mutants=(
   # turn lock held until the claim commits); a per-key turn keeps its
   # transaction open across its claims; a worker that settles jobs it
   # cannot replace wakes the other processes.
-  "limited-admit-apart-from-claim :: skipjackimpl/admitbatch.go :: /^func (a \*admitBatch) Exec/,/^}/s/^\ta.queued.Queue(sql, args...)$/\treturn a.db.Exec(ctx, sql, args...)/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses :: ."
+  "limited-admit-apart-from-claim :: skipjackimpl/admitbatch.go :: /^func (a \*admitBatch) Exec/,/^}/s/^\ta.queued.Queue(sql, args...)$/\treturn a.db.Exec(ctx, sql, args...)/ :: TestLimitedClaimsTakeTurns|TestConcurrencyLimitAcrossProcesses|TestLimitedClaimHoldsTurnLock :: ."
   "per-key-turn-not-one-transaction :: skipjackimpl/claimer.go :: s/ab := \&admitBatch{db: conn, begin: true}/ab := \&admitBatch{db: conn}/ :: TestPerKeyLimitAcrossProcesses|TestFrozenClaimerDoesNotStopLimitedQueue :: ."
   "settled-no-cross-process-wake :: skipjackimpl/worker.go :: s/^\t\tif full \&\& r.lastShort.Load() \&\& r.spec.settlesFree() {$/\t\tif false \&\& full {/ :: TestSettledJobWakesOtherProcess :: ."
   # Issue 44: EnqueueAll's results in input order with duplicates mapped to
