@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -382,6 +384,11 @@ func startRollout(t, parent *testing.T, bin, dbURL string, tag int, queues []str
 	started := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
+		// The summary is one line holding every handler span of orders
+		// jobs: a program that ran long (a slow step, a loaded machine)
+		// prints more than the Scanner's default 64 KB token, which once
+		// ended the scan and left the summary unread.
+		sc.Buffer(make([]byte, 0, 64*1024), 256<<20)
 		first := true
 		for sc.Scan() {
 			if first {
@@ -393,6 +400,10 @@ func startRollout(t, parent *testing.T, bin, dbURL string, tag int, queues []str
 		}
 		if first {
 			started <- false
+		}
+		if err := sc.Err(); err != nil {
+			fmt.Fprintf(&p.stdout, "reading the program's output: %v\n", err)
+			_, _ = io.Copy(io.Discard, out)
 		}
 		p.done <- p.cmd.Wait()
 	}()
