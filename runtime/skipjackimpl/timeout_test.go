@@ -58,7 +58,10 @@ func testTimeoutList(t *testing.T, concurrency int) {
 	mu.Lock()
 	defer mu.Unlock()
 	for i, c := range calls {
-		if c.waited < timeout-10*time.Millisecond || c.waited > timeout+150*time.Millisecond {
+		// Late by up to a second: a loaded machine (CI at load 6, -race)
+		// cancelled one 180ms late. A list that is not woken for a new
+		// deadline fires one timeout or more late, or never.
+		if c.waited < timeout-10*time.Millisecond || c.waited > timeout+time.Second {
 			t.Errorf("handler %d was cancelled %v after it started, want about %v", i, c.waited, timeout)
 		}
 		if c.deadlineIn <= 0 || c.deadlineIn > timeout {
