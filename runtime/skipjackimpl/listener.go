@@ -65,6 +65,7 @@ type subscription struct {
 	wake      chan struct{} // jobs were inserted or resumed, or the listener (re)connected
 	cancelled chan struct{} // an operator cancelled jobs of the queue, or the listener (re)connected
 	paused    chan struct{} // an operator paused the queue
+	caughtUp  chan struct{} // the listener (re)connected: a pause notified before may have been missed
 }
 
 // newSubscription returns a subscription to channel.
@@ -74,6 +75,7 @@ func newSubscription(channel string) *subscription {
 		wake:      make(chan struct{}, 1),
 		cancelled: make(chan struct{}, 1),
 		paused:    make(chan struct{}, 1),
+		caughtUp:  make(chan struct{}, 1),
 	}
 }
 
@@ -143,6 +145,12 @@ func (l *listener) remove(s *subscription) bool {
 // wake signals every subscriber of channel, or of every channel when
 // channel is "", as a notification with payload does.
 func (l *listener) wake(channel, payload string) {
+	l.each(channel, func(s *subscription) { signal(s.signalFor(payload)) })
+}
+
+// each calls f for every subscriber of channel, or of every channel when
+// channel is "", under l.mu.
+func (l *listener) each(channel string, f func(*subscription)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for ch, set := range l.subs {
@@ -150,19 +158,23 @@ func (l *listener) wake(channel, payload string) {
 			continue
 		}
 		for s := range set {
-			signal(s.signalFor(payload))
+			f(s)
 		}
 	}
 }
 
 // caughtUp signals the subscribers of channel (of every channel when
 // channel is "") whose notifications may have been lost while the
-// listener was not listening: their fetchers claim, and their workers
-// check for cancels. A lost pause is not replayed: nothing says whether
-// one was sent, and claims see it anyway.
+// listener was not listening (it had not run its LISTEN yet, or was
+// reconnecting): their fetchers claim, their workers check for cancels,
+// and they read whether the queue is paused, since a pause notified
+// meanwhile reached none of them and their prefetched jobs would start.
 func (l *listener) caughtUp(channel string) {
-	l.wake(channel, "")
-	l.wake(channel, noteCancel)
+	l.each(channel, func(s *subscription) {
+		signal(s.wake)
+		signal(s.cancelled)
+		signal(s.caughtUp)
+	})
 }
 
 // run keeps a listening connection open until ctx is cancelled.

@@ -3,6 +3,8 @@ package skipjackimpl
 import (
 	"context"
 	"time"
+
+	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // What operators do to the jobs a run holds.
@@ -16,7 +18,9 @@ import (
 //     noteCancel, notePause), and the listener hands that to the workers
 //     subscribed to it (operatorNotes): a cancel makes the worker read the
 //     cancel state of every job it holds at once, a pause makes it give
-//     its prefetched jobs back.
+//     its prefetched jobs back. Once the listener LISTENs (after a worker
+//     starts, and after every reconnect) each worker reads both states
+//     from the database, for the notifications sent before it did.
 //   - A job that waited in prefetch for recheckAfter or more since the run
 //     last read its cancel state is checked again just before it starts
 //     (recheck): this is how a worker that listens to nothing (PollOnly,
@@ -42,11 +46,13 @@ const recheckTimeout = 2 * time.Second
 // it owns the channels the listener hands them over (nil when polling
 // only). A cancel makes the run's leases read the cancel state of every
 // held job at once (heartbeat); a pause gives the prefetched jobs back
-// (givePausedBack). The jobs are the run's, under the run's mu.
+// (givePausedBack). Once the listener LISTENs, it reads whether the queue
+// is paused (pauseMissed). The jobs are the run's, under the run's mu.
 type operatorNotes[T any] struct {
 	r            *runner[T]
 	cancelsNoted <-chan struct{} // an operator cancelled jobs of the queue
 	pauseNoted   <-chan struct{} // an operator paused the queue
+	listening    <-chan struct{} // the listener (re)started listening: notifications before it were lost
 }
 
 // loop acts on the operators' notifications for the queue until stop is
@@ -63,7 +69,39 @@ func (o *operatorNotes[T]) loop(stop <-chan struct{}) {
 			}
 		case <-o.pauseNoted:
 			o.givePausedBack()
+		case <-o.listening:
+			o.pauseMissed()
 		}
+	}
+}
+
+// pausedReader is the store of a queue whose paused state the run can read
+// (every generated queue's; not the fakes of unit tests).
+type pausedReader interface {
+	stats(ctx context.Context) (skipjack.Stats, error)
+}
+
+// pauseMissed reads whether the queue is paused once the listener listens
+// (after the run started, and after each reconnect), and gives the
+// prefetched jobs back if it is: a pause notified while the listener was
+// not listening reached no worker, and without this their prefetched jobs
+// would start (claims see the pause themselves). A read that fails is
+// logged; the pause then holds for claims only.
+func (o *operatorNotes[T]) pauseMissed() {
+	r := o.r
+	pr, ok := r.store.(pausedReader)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
+	defer cancel()
+	st, err := pr.stats(ctx)
+	if err != nil {
+		r.log.Warn("skipjack: reading whether the queue was paused while the listener was not listening failed; its prefetched jobs may start", "error", err)
+		return
+	}
+	if st.Paused {
+		o.givePausedBack()
 	}
 }
 

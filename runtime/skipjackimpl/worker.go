@@ -329,7 +329,7 @@ func (r *runner[T]) run(ctx context.Context) error {
 	if r.spec.Channel != "" && !r.cfg.PollOnly {
 		var sub *subscription
 		sub, unsubscribe = r.owner.subscribe(r.spec.Channel, r.cfg.Logger)
-		r.wake, r.operator.cancelsNoted, r.operator.pauseNoted = sub.wake, sub.cancelled, sub.paused
+		r.wake, r.operator.cancelsNoted, r.operator.pauseNoted, r.operator.listening = sub.wake, sub.cancelled, sub.paused, sub.caughtUp
 	}
 	defer unsubscribe()
 
