@@ -98,7 +98,7 @@ mutants=(
   "duplicate-lookup-not-retried :: skipjackimpl/queue.go :: s/for range duplicateRaces {/for range 1 {/ :: TestDuplicateLeavesUniqueStates :: ."
   # A prefetched job whose release failed stays held and is released again.
   "heartbeat-never-retries-releases :: skipjackimpl/heartbeat.go :: s/^\t\tr.releaser.retry()$/\t\t_ = r/ :: TestFailedReleaseRetriedByHeartbeat :: ."
-  "unheld-claim-never-given-back :: skipjackimpl/heartbeat.go :: s/^\t\tif err := l.giveBackUnheld(interval); err != nil {$/\t\tif err := error(nil); err != nil {/ :: TestUnheldClaimGivenBack :: ."
+  "unheld-claim-never-given-back :: skipjackimpl/heartbeat.go :: s/^\t\tif err := l.giveBackUnheld(held, interval); err != nil {$/\t\t_ = held\n\t\tif err := error(nil); err != nil {/ :: TestUnheldClaimGivenBack :: ."
   "giveback-takes-held-jobs :: internal/testqueue/slow/internal/db/queries.sql.go :: s/AND j.\"id\" <> ALL(\$2::bigint\[\])/AND (j.\"id\" <> ALL(\$2::bigint[]) OR true)/ :: TestHeldJobWithLapsedLeaseKept :: ."
   "failed-release-never-retried :: skipjackimpl/release.go :: s/^\t\trel.unreleased = append(rel.unreleased, es...)$/\t\t_ = es/ :: TestFailedReleaseKeepsJobsHeld :: ./skipjackimpl"
   # Issue 40: flow control inside RunGroup, cancel and pause of prefetched jobs.

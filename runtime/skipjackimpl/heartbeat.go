@@ -57,11 +57,12 @@ func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
 	r := l.r
 	interval := r.spec.Lease / 3
 	tick(stop, interval, func() {
-		if err := l.heartbeat(interval); err != nil {
+		renewed, held := l.snapshot()
+		if err := l.renew(renewed, interval); err != nil {
 			r.log.Warn("skipjack: heartbeat failed; job leases are not extended while it fails (the worker's own row proves it alive)", "error", err)
 		}
 		r.releaser.retry()
-		if err := l.giveBackUnheld(interval); err != nil {
+		if err := l.giveBackUnheld(held, interval); err != nil {
 			r.log.Warn("skipjack: giving back jobs this worker does not hold failed; the next heartbeat tries again", "error", err)
 		}
 	})
@@ -72,26 +73,36 @@ func (l *leases[T]) heartbeatLoop(stop <-chan struct{}) {
 // it was alive): their handlers' contexts are cancelled with
 // skipjack.ErrLeaseLost and their results are dropped.
 func (l *leases[T]) heartbeat(timeout time.Duration) error {
-	r := l.r
-	now := time.Now()
-	r.mu.Lock()
-	es := make([]*entry[T], 0, len(r.held))
-	for _, e := range r.held {
-		// A job CompleteTx acknowledged is renewed too: its row is locked
-		// until the caller's transaction ends (reported alive, unrenewed),
-		// then gone or completed if it committed (reported not owned, which
-		// the loop below ignores), or running again if it rolled back.
-		if !e.lost.Load() {
-			e.checkedAt = now
-			es = append(es, e)
-		}
-	}
-	r.mu.Unlock()
+	es, _ := l.snapshot()
 	return l.renew(es, timeout)
 }
 
+// snapshot returns, in one walk of the held set under r.mu, the held jobs
+// a heartbeat renews (those not lost, whose cancel state it records as
+// read now) and the ids of every held job (see giveBackUnheld).
+func (l *leases[T]) snapshot() (renewed []*entry[T], held []int64) {
+	r := l.r
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	renewed = make([]*entry[T], 0, len(r.held))
+	held = make([]int64, 0, len(r.held))
+	for id, e := range r.held {
+		held = append(held, id)
+		// A job CompleteTx acknowledged is renewed too: its row is locked
+		// until the caller's transaction ends (reported alive, unrenewed),
+		// then gone or completed if it committed (reported not owned, which
+		// renew ignores), or running again if it rolled back.
+		if !e.lost.Load() {
+			e.checkedAt = now
+			renewed = append(renewed, e)
+		}
+	}
+	return renewed, held
+}
+
 // giveBackUnheld makes pending again the jobs running under this run's
-// worker id that it does not hold (as of before the statement) and
+// worker id that it does not hold (held: as of before the statement) and
 // whose leases lapsed: a claim the server committed after this worker's
 // client had given up on it (its deadline passed, its connection broke)
 // left them running under a worker that never read their rows, and since
@@ -100,18 +111,12 @@ func (l *leases[T]) heartbeat(timeout time.Duration) error {
 // takes to reach the held set once its rows are read, so no job this run
 // is about to hold is given back. Queries generated before GiveBack skip
 // this.
-func (l *leases[T]) giveBackUnheld(timeout time.Duration) error {
+func (l *leases[T]) giveBackUnheld(held []int64, timeout time.Duration) error {
 	r := l.r
 	gs, ok := r.store.(giveBackStore)
 	if !ok || !gs.givesBack() {
 		return nil
 	}
-	r.mu.Lock()
-	held := make([]int64, 0, len(r.held))
-	for id := range r.held {
-		held = append(held, id)
-	}
-	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Second))
 	n, err := gs.GiveBack(ctx, r.liveness.id, held, maintainBatch)
 	cancel()
