@@ -111,7 +111,7 @@ mutants=(
   "pause-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, notePause)/err = nil/ :: TestPauseStopsPrefetched :: ."
   "pause-keeps-prefetched :: skipjackimpl/operator.go :: s/^\tqueued := r.takeQueuedLocked()$/\tqueued := []*entry[T](nil)/ :: TestPauseStopsPrefetched :: ."
   # A pause notified while the listener was not listening is read from the database once it listens.
-  "missed-pause-not-read :: skipjackimpl/operator.go :: s/if st.Paused {/if false \&\& st.Paused {/ :: TestPauseMissedByListenerGivesBackPrefetched :: ."
+  "missed-pause-not-read :: skipjackimpl/operator.go :: s/^\tif paused {$/\tif false \&\& paused {/ :: TestPauseMissedByListenerGivesBackPrefetched :: ."
   # Issue 40.
   "periodic-on-user-pool :: skipjackimpl/worker.go :: s/slots = r.w.bind(control).slots()/slots = r.w.slots/ :: TestPeriodicWhilePoolExhausted :: ."
   "liveness-wall-clock :: skipjackimpl/liveness.go :: s/return at != nil \&\& now.Sub(\*at) > proof/return at != nil \&\& now.Round(0).Sub(at.Round(0)) > proof/ :: TestLivenessAcrossClockSteps :: ./skipjackimpl"

@@ -3,8 +3,6 @@ package skipjackimpl
 import (
 	"context"
 	"time"
-
-	skipjack "github.com/skipjack-dev/skipjack/runtime"
 )
 
 // What operators do to the jobs a run holds.
@@ -78,7 +76,7 @@ func (o *operatorNotes[T]) loop(stop <-chan struct{}) {
 // pausedReader is the store of a queue whose paused state the run can read
 // (every generated queue's; not the fakes of unit tests).
 type pausedReader interface {
-	stats(ctx context.Context) (skipjack.Stats, error)
+	isPaused(ctx context.Context) (bool, error)
 }
 
 // pauseMissed reads whether the queue is paused once the listener listens
@@ -95,12 +93,12 @@ func (o *operatorNotes[T]) pauseMissed() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	defer cancel()
-	st, err := pr.stats(ctx)
+	paused, err := pr.isPaused(ctx)
 	if err != nil {
 		r.log.Warn("skipjack: reading whether the queue was paused while the listener was not listening failed; its prefetched jobs may start", "error", err)
 		return
 	}
-	if st.Paused {
+	if paused {
 		o.givePausedBack()
 	}
 }

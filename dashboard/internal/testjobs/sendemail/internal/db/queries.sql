@@ -101,6 +101,10 @@ INSERT INTO "skipjack"."_skipjack_queues" AS q ("name", "paused_at")
 VALUES ('send_email', now())
 ON CONFLICT ("name") DO UPDATE SET "paused_at" = coalesce(q."paused_at", EXCLUDED."paused_at");
 
+-- name: Paused :one
+-- Paused reports whether the queue is paused: one probe of the queues table's key, which a worker makes once its listener listens, for a pause notified before it did.
+SELECT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'send_email' AND "paused_at" IS NOT NULL) AS paused;
+
 -- name: Resume :exec
 -- Resume lets workers claim the queue's jobs again and wakes them.
 WITH resumed AS (

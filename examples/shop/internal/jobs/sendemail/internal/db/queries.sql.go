@@ -975,6 +975,18 @@ func (q *Queries) Pause(ctx context.Context) error {
 	return err
 }
 
+const paused = `-- name: Paused :one
+SELECT EXISTS (SELECT FROM "shop_jobs"."_skipjack_queues" WHERE "name" = 'send_email' AND "paused_at" IS NOT NULL) AS paused
+`
+
+// Paused reports whether the queue is paused: one probe of the queues table's key, which a worker makes once its listener listens, for a pause notified before it did.
+func (q *Queries) Paused(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, paused)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
+}
+
 const pruneCompleted = `-- name: PruneCompleted :execrows
 DELETE FROM "shop_jobs"."send_email"
 WHERE "id" = ANY(ARRAY(
