@@ -319,18 +319,21 @@ func TestSuspectCountResets(t *testing.T) {
 // re-checked the committed cancel and skipped the row while its cancel
 // branch read the statement's older snapshot and skipped it too: the job
 // stayed running with nobody holding it. Now the two resolve in one
-// decision and the job ends failed "cancelled".
+// decision and the job ends failed "cancelled". The worker must not
+// report the ack as unmatched: the job would then end only once its lease
+// lapsed, given back by a heartbeat (see giveBackUnheld), not by the ack.
 func TestAckRacingCancel(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 8)
 	ctx := context.Background()
 	started := make(chan int64, 1)
 	proceed := make(chan struct{})
-	start(t, slow.NewWorker(pool, func(_ context.Context, job *slow.Job) error {
+	logs := newLogs(t)
+	stop := start(t, slow.NewWorker(pool, func(_ context.Context, job *slow.Job) error {
 		started <- job.ID
 		<-proceed
 		return nil
-	}, skipjack.WorkerConfig{Concurrency: 1, Logger: quietLogger(t)}))
+	}, skipjack.WorkerConfig{Concurrency: 1, Logger: logs.logger()}))
 	id, err := slow.Enqueue(ctx, pool, slow.Payload{})
 	if err != nil {
 		t.Fatal(err)
@@ -354,9 +357,13 @@ func TestAckRacingCancel(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the job to end failed as cancelled", func() bool {
+	waitFor(t, 20*time.Second, "the job to end failed as cancelled", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM skipjack.slow WHERE id = $1 AND state = 'failed' AND errors->-1->>'error' = 'cancelled'`, id) == 1
 	})
+	stop()
+	if logs.contains("WARN", "matched no running attempt") || logs.contains("WARN", "without it holding them") {
+		t.Errorf("the ack did not decide the cancelled job itself; logs:\n%s", logs)
+	}
 }
 
 // racingDB runs a statement of its own on pool just before the second

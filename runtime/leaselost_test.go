@@ -109,6 +109,11 @@ func TestReclaimCancelsStaleRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := <-starts
+	// Take the job away just after a heartbeat, so that the worker claims
+	// it again (within PollInterval) long before its next heartbeat (a
+	// third of the 30s lease away) could tell it the first attempt lost
+	// the job: only the claim can cancel that attempt in time.
+	afterHeartbeat(t, pool, id)
 	if _, err := pool.Exec(ctx, `UPDATE skipjack.demo SET state = 'pending', attempt = attempt - 1, rescues = rescues + 1, lease_expires_at = NULL WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
