@@ -184,9 +184,9 @@ func TestPauseStopsPrefetched(t *testing.T) {
 	}
 	paused := time.Now()
 	atPause := started.Load()
-	// Given back within 5s (the next heartbeat is 10s away), attempt
-	// restored.
-	deadline := paused.Add(5 * time.Second)
+	// Given back (attempt restored) on the notification: nothing else
+	// gives prefetched jobs back, however long the wait.
+	deadline := paused.Add(30 * time.Second)
 	for queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`) != jobs-4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -207,6 +207,62 @@ func TestPauseStopsPrefetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "every job to run after Resume", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
+	})
+	if n := started.Load(); n != jobs {
+		t.Errorf("%d handlers started in all, want %d (each job once)", n, jobs)
+	}
+}
+
+// TestPauseStopsPrefetchedPollOnly pauses a queue whose worker listens to
+// nothing (PollOnly) while it runs 4 slow handlers and holds 4 more jobs
+// prefetched. It hears no notification; before, its prefetched jobs
+// started as soon as the handlers returned. Now a prefetched job that
+// waited a second or more is checked before it starts, as for a cancel,
+// and the check reads the pause: the worker gives its prefetched jobs back
+// and no handler starts until Resume.
+func TestPauseStopsPrefetchedPollOnly(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 10)
+	ctx := context.Background()
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	var started atomic.Int64
+	first := make(chan int64, 1)
+	start(t, demo.NewWorker(pool, func(hctx context.Context, job *demo.Job) error {
+		if started.Add(1) == 1 {
+			first <- job.ID
+		}
+		<-hold
+		return nil
+	}, skipjack.WorkerConfig{Concurrency: 4, PollInterval: 100 * time.Millisecond, PollOnly: true, Logger: quietLogger(t)}))
+	t.Cleanup(release) // before the worker's stop: cleanups run last first
+	const jobs = 12
+	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, jobs)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "4 handlers to start and 4 jobs to be prefetched", func() bool {
+		return started.Load() == 4 && queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 8
+	})
+	afterHeartbeat(t, pool, <-first)
+	if err := demo.Pause(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	atPause := started.Load()
+	time.Sleep(1500 * time.Millisecond) // the slots free later, as in production
+	release()
+	waitFor(t, 30*time.Second, "the running jobs to finish and the 4 prefetched to be given back (pending, attempt restored)", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 0 &&
+			queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`) == jobs-4
+	})
+	if n := started.Load() - atPause; n != 0 {
+		t.Errorf("%d handlers started after Pause returned, want 0", n)
+	}
+	if err := demo.Resume(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "every job to run after Resume", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
 	})
 	if n := started.Load(); n != jobs {

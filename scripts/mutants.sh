@@ -111,6 +111,10 @@ mutants=(
   "pause-not-notified :: skipjackimpl/queue.go :: s/err = q.tellWorkers(ctx, db, notePause)/err = nil/ :: TestPauseStopsPrefetched :: ."
   "pause-keeps-prefetched :: skipjackimpl/operator.go :: s/^\tqueued := r.takeQueuedLocked()$/\tqueued := []*entry[T](nil)/ :: TestPauseStopsPrefetched :: ."
   # A pause notified while the listener was not listening is read from the database once it listens.
+  # A worker that hears no notifications reads the pause before prefetched jobs start.
+  "pollonly-pause-not-read :: skipjackimpl/worker.go :: s/r.pauseGate.on = reads/r.pauseGate.on = false \&\& reads/ :: TestPauseStopsPrefetchedPollOnly :: ."
+  "pause-gate-waiters-start :: skipjackimpl/operator.go :: s/^\t\treturn false, g.reading$/\t\treturn false, nil/ :: TestPauseStopsPrefetchedPollOnly :: ."
+  "pause-count-ignored-at-start :: skipjackimpl/operator.go :: s/case e.cancelled || r.stopped || r.pauses != pauses:/case e.cancelled || r.stopped:/ :: TestPauseStopsPrefetchedPollOnly :: ."
   "missed-pause-not-read :: skipjackimpl/operator.go :: s/^\tif paused {$/\tif false \&\& paused {/ :: TestPauseMissedByListenerGivesBackPrefetched :: ."
   # Issue 40.
   "periodic-on-user-pool :: skipjackimpl/worker.go :: s/slots = r.w.bind(control).slots()/slots = r.w.slots/ :: TestPeriodicWhilePoolExhausted :: ."
@@ -191,7 +195,7 @@ feature_mutants=(
   "frozen-reader-keeps-claim :: skipjackimpl/claimbatch.go :: s/b.Queue(steerSQL, millis(c.stall))/b.Queue(steerSQL, \"0\")/ :: TestFrozenReaderReleasesItsClaim :: ."
   "handlers-over-concurrency :: skipjackimpl/execute.go :: s/ \&\& p.running < p.limit \&\& !stopped {/ \&\& !stopped {/ :: TestConcurrencyBoundsHandlers :: ./skipjackimpl"
   "one-handler-per-push :: skipjackimpl/execute.go :: s/if p.running == p.busy \&\& queued > 0 \&\&/if p.running == 0 \&\& queued > 0 \&\&/ :: TestConcurrencyBoundsHandlers :: ./skipjackimpl"
-  "handler-exits-with-jobs-queued :: skipjackimpl/execute.go :: s/^\t\tr.handlers.busy--$/\t\tr.handlers.busy--\n\t\tr.handlers.running--\n\t\treturn nil, nil, nil, false/ :: TestConcurrencyBoundsHandlers :: ./skipjackimpl"
+  "handler-exits-with-jobs-queued :: skipjackimpl/execute.go :: s/^\t\tr.handlers.busy--$/\t\tr.handlers.busy--\n\t\tr.handlers.running--\n\t\treturn popped[T]{}, false/ :: TestConcurrencyBoundsHandlers :: ./skipjackimpl"
   "no-next-handler-from-pop :: skipjackimpl/execute.go :: /^\tr.handlers.startLocked(len(r.queue), r.stopped)$/d :: TestConcurrencyBoundsHandlers :: ./skipjackimpl"
   "handler-per-queued-job :: skipjackimpl/execute.go :: s/if p.running == p.busy \&\& queued > 0 \&\&/for p.running-p.busy < queued \&\&/ :: TestQuickHandlersKeepFewGoroutines :: ./skipjackimpl"
   "finished-job-still-busy :: skipjackimpl/execute.go :: s/^\t\tr.handlers.busy--$/\t\t_ = finished/ :: TestQuickHandlersKeepFewGoroutines|TestConcurrencyBoundsHandlers :: ./skipjackimpl"

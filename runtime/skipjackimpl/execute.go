@@ -59,7 +59,7 @@ func (r *runner[T]) handlerLoop() {
 		if r.budget != nil {
 			token = sync.OnceFunc(r.budget.Release)
 		}
-		e, ctx, check, ok := r.pop(finished, token)
+		p, ok := r.pop(finished, token)
 		finished = true
 		if !ok {
 			if ask {
@@ -67,16 +67,26 @@ func (r *runner[T]) handlerLoop() {
 			}
 			return
 		}
-		if check != nil {
-			r.recheck(check)
-			e, ctx = r.startChecked(e)
+		e, ctx := p.e, p.ctx
+		if p.checks() {
+			if p.check != nil {
+				r.recheck(p.check)
+			}
+			if p.readPause {
+				r.operator.readPause()
+			}
+			if p.waitPause != nil {
+				<-p.waitPause
+			}
+			e, ctx = r.startChecked(e, p.pauses)
 		}
 		switch {
 		case e == nil:
 		case ctx == nil:
-			// Cancelled by an operator (or the worker stopped) before it
-			// started: it never starts. Released, it goes back to
-			// pending, or ends failed "cancelled" when it was cancelled.
+			// Cancelled by an operator (or the queue paused, or the worker
+			// stopped) before it started: it never starts. Released, it
+			// goes back to pending, or ends failed "cancelled" when it was
+			// cancelled.
 			r.finish(e, Resolution{ID: e.row.ID, Claim: e.row.Claim, Action: ActionRelease}, false)
 		default:
 			r.admit(ctx, e)
@@ -159,18 +169,20 @@ func (p *handlerPool) goneLocked() { p.running-- }
 //
 // A job whose cancel state the run last read recheckAfter or more ago
 // comes without a context and with check: the jobs to recheck first (it
-// and every queued job as stale), after which startChecked starts it.
+// and every queued job as stale). In a run that hears no notifications, a
+// job may also have to wait for a read of the pause state (pauseGate).
+// Either way startChecked starts it afterwards.
 //
 // The job keeps token, the group budget's token its handler holds (nil
 // outside RunGroup), for abandonOverruns.
-func (r *runner[T]) pop(finished bool, token func()) (_ *entry[T], _ context.Context, check []*entry[T], ok bool) {
+func (r *runner[T]) pop(finished bool, token func()) (_ popped[T], ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if finished {
 		r.handlers.busy--
 	}
 	if r.handlers.retireLocked(len(r.queue), r.stopped) {
-		return nil, nil, nil, false
+		return popped[T]{}, false
 	}
 	r.handlers.busy++
 	e := r.queue[0]
@@ -180,20 +192,37 @@ func (r *runner[T]) pop(finished bool, token func()) (_ *entry[T], _ context.Con
 	if e.lost.Load() {
 		r.inflight--
 		signal(r.capacityFreed)
-		return nil, nil, nil, true
+		return popped[T]{}, true
 	}
 	if e.cancelled {
-		return e, nil, nil, true
+		return popped[T]{e: e}, true
 	}
-	if now := time.Now(); now.Sub(e.checkedAt) >= recheckAfter {
-		check = r.staleQueuedLocked(now, append(check, e))
-		r.handlers.startLocked(len(r.queue), r.stopped)
-		return e, nil, check, true
+	p := popped[T]{e: e, pauses: r.pauses}
+	now := time.Now()
+	if now.Sub(e.checkedAt) >= recheckAfter {
+		p.check = r.staleQueuedLocked(now, []*entry[T]{e})
 	}
-	ctx := r.startLocked(e)
+	p.readPause, p.waitPause = r.pauseGate.passLocked(now)
+	if !p.checks() {
+		p.ctx = r.startLocked(e)
+	}
 	r.handlers.startLocked(len(r.queue), r.stopped)
-	return e, ctx, nil, true
+	return p, true
 }
+
+// popped is a job pop took for a handler goroutine.
+type popped[T any] struct {
+	e         *entry[T]       // nil when its lease was lost meanwhile
+	ctx       context.Context // its handler's context; nil when it must not start, or checks come first
+	check     []*entry[T]     // the jobs whose cancel state to read first (recheck)
+	readPause bool            // read whether the queue is paused first (readPause)
+	waitPause <-chan struct{} // wait for a read of the pause state in flight first
+	pauses    int             // the run's count of pauses when pop took it
+}
+
+// checks reports whether the job waits for a check before it starts (see
+// startChecked).
+func (p popped[T]) checks() bool { return p.check != nil || p.readPause || p.waitPause != nil }
 
 // startLocked creates the handler context of e, which starts now; r.mu
 // must be held.

@@ -166,6 +166,61 @@ func (r *runner[T]) staleQueuedLocked(now time.Time, dst []*entry[T]) []*entry[T
 	return dst
 }
 
+// pauseGate makes a worker that hears no notifications (PollOnly, notify:
+// false) read whether its queue is paused before a prefetched job starts,
+// at most once per recheckAfter: Pause cannot tell it to give its
+// prefetched jobs back. One read at a time serves every handler; a job
+// about to start while it is in flight waits for it. Guarded by the run's
+// mu.
+type pauseGate struct {
+	on      bool          // the run hears no notifications
+	readAt  time.Time     // when the last read started
+	reading chan struct{} // closed when the read in flight ends; nil when none is
+}
+
+// passLocked reports what a job about to start at now must wait for: read
+// set when its handler must read the pause state first (readPause), wait
+// non-nil when a read in flight must end first; neither when the last
+// read is recent enough. r.mu must be held.
+func (g *pauseGate) passLocked(now time.Time) (read bool, wait <-chan struct{}) {
+	switch {
+	case !g.on:
+		return false, nil
+	case g.reading != nil:
+		return false, g.reading
+	case now.Sub(g.readAt) < recheckAfter:
+		return false, nil
+	}
+	g.reading = make(chan struct{})
+	g.readAt = now
+	return true, nil
+}
+
+// readPause reads whether the queue is paused, for the handler that
+// passLocked told to, and gives the prefetched jobs back if it is (which
+// counts a pause: see startChecked). A read that fails lets the jobs
+// start, as a failed recheck does.
+func (o *operatorNotes[T]) readPause() {
+	r := o.r
+	paused := false
+	if pr, ok := r.store.(pausedReader); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
+		var err error
+		paused, err = pr.isPaused(ctx)
+		cancel()
+		if err != nil {
+			r.log.Warn("skipjack: checking whether the queue was paused before prefetched jobs start failed; starting them", "error", err)
+		}
+	}
+	if paused {
+		o.givePausedBack()
+	}
+	r.mu.Lock()
+	close(r.pauseGate.reading)
+	r.pauseGate.reading = nil
+	r.mu.Unlock()
+}
+
 // recheck reads the cancel state of es, prefetched jobs about to start
 // (see pop), and acts on it as the heartbeat does.
 func (r *runner[T]) recheck(es []*entry[T]) {
@@ -174,11 +229,12 @@ func (r *runner[T]) recheck(es []*entry[T]) {
 	}
 }
 
-// startChecked starts e, a job pop took and recheck checked: it returns
-// e with its handler's context, or e without one when an operator
-// cancelled it or the worker stopped meanwhile (it must not start), or
-// nil when another attempt owns it.
-func (r *runner[T]) startChecked(e *entry[T]) (*entry[T], context.Context) {
+// startChecked starts e, a job pop took and recheck or the pause gate
+// checked: it returns e with its handler's context, or e without one when
+// an operator cancelled it, the queue was paused since pop took it (the
+// run's count of pauses is no longer pauses) or the worker stopped
+// meanwhile (it must not start), or nil when another attempt owns it.
+func (r *runner[T]) startChecked(e *entry[T], pauses int) (*entry[T], context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -186,7 +242,7 @@ func (r *runner[T]) startChecked(e *entry[T]) (*entry[T], context.Context) {
 		r.inflight--
 		signal(r.capacityFreed)
 		return nil, nil
-	case e.cancelled || r.stopped:
+	case e.cancelled || r.stopped || r.pauses != pauses:
 		return e, nil
 	}
 	return e, r.startLocked(e)

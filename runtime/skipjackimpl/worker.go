@@ -179,14 +179,15 @@ type runner[T any] struct {
 	minClaim     int           // smallest claim worth a statement while busy
 	backlogLimit int           // unflushed results above which claiming pauses
 
-	mu       sync.Mutex
-	held     map[int64]*entry[T] // every job whose claim this run holds
-	queue    []*entry[T]         // claimed, not started
-	inflight int                 // prefetched + running + asked
-	asked    int                 // capacity reserved by claims in flight (see reserve)
-	stopped  bool                // no job starts any more
-	pauses   int                 // pause notices so far: a claim in flight across one gives its jobs back
-	timeouts *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
+	mu        sync.Mutex
+	held      map[int64]*entry[T] // every job whose claim this run holds
+	queue     []*entry[T]         // claimed, not started
+	inflight  int                 // prefetched + running + asked
+	asked     int                 // capacity reserved by claims in flight (see reserve)
+	stopped   bool                // no job starts any more
+	pauses    int                 // pause notices so far: a claim in flight across one gives its jobs back
+	pauseGate pauseGate           // a run that hears no notifications reads the pause before jobs start
+	timeouts  *timeoutList[T]     // running attempts by deadline; nil: a timer per attempt (RunJob)
 
 	handlers handlerPool // the handler goroutines; its counts guarded by mu
 
@@ -330,6 +331,9 @@ func (r *runner[T]) run(ctx context.Context) error {
 		var sub *subscription
 		sub, unsubscribe = r.owner.subscribe(r.spec.Channel, r.cfg.Logger)
 		r.wake, r.operator.cancelsNoted, r.operator.pauseNoted, r.operator.listening = sub.wake, sub.cancelled, sub.paused, sub.caughtUp
+	} else {
+		_, reads := r.store.(pausedReader)
+		r.pauseGate.on = reads // no Pause reaches this run: it reads the pause itself
 	}
 	defer unsubscribe()
 
