@@ -19,6 +19,10 @@
 #        SHARD=2/3 scripts/mutants.sh        run every third mutant, starting at the second:
 #                                            three shards side by side cover the list (each
 #                                            checks its own kills on the unmutated tree)
+#        MIN_LOAD=8 scripts/mutants.sh       start each mutant only once the 1-minute load
+#                                            average is 8 or more (something else must load
+#                                            the machine: other shards, CPU burners); each
+#                                            verdict line ends with the load at its start
 # Needs Postgres as the runtime tests do ($DATABASE_URL or 127.0.0.1:5432).
 #
 # Two lists: mutants (the reliability core: leases, heartbeats, shutdown,
@@ -344,6 +348,17 @@ passes_unmutated() {
   fi
   [[ ${baseline[$key]} == pass ]]
 }
+# await_load waits until the 1-minute load average reaches MIN_LOAD (when
+# set), then records it as the load at the next mutant's start.
+await_load() {
+  local l
+  while :; do
+    l=$(cut -d' ' -f1 /proc/loadavg)
+    [[ -z ${MIN_LOAD:-} ]] || awk -v l="$l" -v m="$MIN_LOAD" 'BEGIN { exit !(l >= m) }' && break
+    sleep 5
+  done
+  loads+=("$l")
+}
 for m in "${mutants[@]}"; do
   name=${m%% :: *}; rest=${m#* :: }
   file=${rest%% :: *}; rest=${rest#* :: }
@@ -351,7 +366,7 @@ for m in "${mutants[@]}"; do
   tests=${rest%% :: *}; pkg=${rest#* :: }
   [[ $name =~ $filter ]] || continue
   in_shard || continue
-  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+  await_load
   # A copy of the repository without .git: runtime/ and, for a mutant of
   # another module (package ../dashboard, ../cmd/skipjack), that module.
   rm -rf "$work/repo"
@@ -367,18 +382,18 @@ for m in "${mutants[@]}"; do
   fi
   sed -i -e "$expr" "$work/repo/runtime/$file"
   if cmp -s "$root/runtime/$file" "$work/repo/runtime/$file"; then
-    printf '%-40s STALE (patch matched nothing in %s)\n' "$name" "$file"
+    printf '%-40s STALE (patch matched nothing in %s)  [load %s]\n' "$name" "$file" "${loads[-1]}"
     stale=$((stale + 1))
     continue
   fi
   run=(-run "$tests" "$pkg")
   [[ -n ${FULL:-} ]] && run=(./...)
   if (cd "$dir" && GOWORK="$work/repo/go.work" go test $race -count=1 -timeout 300s "${run[@]}" >"$work/out" 2>&1); then
-    printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
+    printf '%-40s SURVIVED (%s)  [load %s]\n' "$name" "$tests" "${loads[-1]}"
     survived=$((survived + 1))
   elif grep -q '\[build failed\]\|\[setup failed\]' "$work/out"; then
     # A mutant that does not compile proves nothing: fix its patch.
-    printf '%-40s STALE (does not compile: %s)\n' "$name" "$(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "$work/out" || true)"
+    printf '%-40s STALE (does not compile: %s)  [load %s]\n' "$name" "$(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "$work/out" || true)" "${loads[-1]}"
     stale=$((stale + 1))
   else
     by=$(grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ' || true)
@@ -392,10 +407,10 @@ for m in "${mutants[@]}"; do
       proof+=("a crash of the test binary ($tests)")
     fi
     if [[ ${#proof[@]} -gt 0 ]]; then
-      printf '%-40s killed by %s\n' "$name" "${proof[*]}"
+      printf '%-40s killed by %s  [load %s]\n' "$name" "${proof[*]}" "${loads[-1]}"
       killed=$((killed + 1))
     else
-      printf '%-40s UNPROVEN (failed only in tests that fail on the unmutated tree too: %s)\n' "$name" "${by:-$tests}"
+      printf '%-40s UNPROVEN (failed only in tests that fail on the unmutated tree too: %s)  [load %s]\n' "$name" "${by:-$tests}" "${loads[-1]}"
       unproven=$((unproven + 1))
     fi
   fi
@@ -430,19 +445,19 @@ for m in "${golden_mutants[@]}"; do
   expr=${rest%% :: *}; tests=${rest#* :: }
   [[ $name =~ $filter ]] || continue
   in_shard || continue
-  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+  await_load
   rm -rf "$work/repo"
   mkdir "$work/repo"
   (cd "$root" && tar -c --exclude=./.git .) | (cd "$work/repo" && tar -x)
   sed -i -e "$expr" "$work/repo/$file"
   if cmp -s "$root/$file" "$work/repo/$file"; then
-    printf '%-40s STALE (patch matched nothing in %s)\n' "$name" "$file"
+    printf '%-40s STALE (patch matched nothing in %s)  [load %s]\n' "$name" "$file" "${loads[-1]}"
     stale=$((stale + 1))
     continue
   fi
   golden_case "$work/repo" "$work/mod"
   if (cd "$work/mod" && GOWORK=off go test -count=1 -timeout 600s -run "$tests" . >"$work/out" 2>&1); then
-    printf '%-40s SURVIVED (%s)\n' "$name" "$tests"
+    printf '%-40s SURVIVED (%s)  [load %s]\n' "$name" "$tests" "${loads[-1]}"
     survived=$((survived + 1))
     continue
   fi
@@ -457,10 +472,10 @@ for m in "${golden_mutants[@]}"; do
     fi
   fi
   if [[ ${golden_baseline[$tests]} == pass ]]; then
-    printf '%-40s killed by %s\n' "$name" "$(grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ')"
+    printf '%-40s killed by %s  [load %s]\n' "$name" "$(grep -oE -- '--- FAIL: [A-Za-z0-9_]+' "$work/out" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ')" "${loads[-1]}"
     killed=$((killed + 1))
   else
-    printf '%-40s UNPROVEN (%s fail on the unmutated case too)\n' "$name" "$tests"
+    printf '%-40s UNPROVEN (%s fail on the unmutated case too)  [load %s]\n' "$name" "$tests" "${loads[-1]}"
     unproven=$((unproven + 1))
   fi
 done
