@@ -46,7 +46,7 @@ func TestFrozenClaimerDoesNotStopLimitedQueue(t *testing.T) {
 	}
 	c := startChild(t, "tenanted", pool)
 	// Caught holding the queue's lock, idle in its claim's transaction.
-	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|ClaimFrom|Headroom) '`)
+	freezeInClaim(t, pool, c, `a.state = 'idle in transaction' AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) AND a.query ~ 'name: (Admit|Claim|ClaimFrom|Headroom) '`, nil)
 	var ran atomic.Int64
 	start(t, tenanted.NewWorker(pool, func(context.Context, *tenanted.Job) error {
 		ran.Add(1)
@@ -77,7 +77,17 @@ func TestFrozenReaderReleasesItsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "bigclaim", pool)
-	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim(From)? '`)
+	// Between tries, keep the queue from running dry: the child claims
+	// every job in seconds, and a loaded machine may take longer than
+	// that to catch it inside a claim.
+	refill := func() {
+		if queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending'`) < 2000 {
+			if _, err := demo.EnqueueMany(ctx, pool, ps[:2000]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	frozen := freezeInClaim(t, pool, c, `a.wait_event = 'ClientWrite' AND a.query ~ 'name: Claim(From)? '`, refill)
 	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error { return nil },
 		skipjack.WorkerConfig{Concurrency: 50, Logger: quietLogger(t)}))
 	// The server ends the frozen claim's session once its rows stay unread
@@ -132,7 +142,8 @@ func runBigClaim(ctx context.Context, pool *pgxpool.Pool) error {
 // moment the child stopped may have had only a socket buffer's worth left
 // to write, and then finishes its statement and goes idle, which leaves
 // nothing for the server to end (seen failing 1 run in 4 at load 10).
-func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) []int32 {
+// Between tries it calls between, when not nil.
+func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string, between func()) []int32 {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)
@@ -152,6 +163,9 @@ func freezeInClaim(t *testing.T, pool *pgxpool.Pool, c *child, where string) []i
 		}
 		if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatalf("continue the child: %v", err)
+		}
+		if between != nil {
+			between()
 		}
 		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 	}

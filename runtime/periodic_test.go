@@ -3,6 +3,7 @@ package skipjack_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -107,14 +108,30 @@ func TestPeriodicProcesses(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 0)
 	const processes = 5
+	// The children connect under an application name of their own, so
+	// that their sessions can be told from the test's.
+	childURL, err := url.Parse(pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := childURL.Query()
+	q.Set("application_name", "tick-child")
+	childURL.RawQuery = q.Encode()
 	startAll := func() []*child {
 		cs := make([]*child, processes)
 		for i := range cs {
-			cs[i] = startChild(t, "tick", pool)
+			cs[i] = startChildURL(t, "tick", childURL.String())
 		}
 		return cs
 	}
+	childSessions := func() int64 {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = 'tick-child'`)
+	}
 	killAll := func(cs []*child) {
+		if childSessions() == 0 {
+			t.Fatal("no session carries the children's application name: the wait below would prove nothing")
+		}
 		for _, c := range cs {
 			_ = c.cmd.Process.Kill()
 		}
@@ -122,12 +139,13 @@ func TestPeriodicProcesses(t *testing.T) {
 			_ = c.wait()
 		}
 		// A statement a child sent just before it died still runs to its
-		// end on the server: wait for those, so the slots read next are
-		// all there will be.
-		waitFor(t, 10*time.Second, "the killed workers' statements to end", func() bool {
-			return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()`) == 0
-		})
+		// end on the server, even one its backend has not read yet (and
+		// shows idle): wait for the children's sessions to end, which
+		// they do once they read past it, so the slots read next are all
+		// there will be. Waiting for no session to be active was not
+		// enough at load 20: a slot inserted by a killed child showed up
+		// after the read, as if the restart had backfilled it.
+		waitFor(t, 30*time.Second, "the killed workers' sessions to end", func() bool { return childSessions() == 0 })
 	}
 	count := func(since time.Time) int64 {
 		return queryInt(t, pool, `SELECT count(*) FROM skipjack.tick WHERE run_at >= $1`, since)
