@@ -92,7 +92,7 @@ const (
 // bring the database from the last recorded state to the YAML's: one
 // migration (one version) per unit.
 // With contract, it also plans the contract steps of earlier expansions
-// (see settleSerial).
+// (see settleSerial and settlePriority).
 func planMigrations(cfg *config.Config, want state, contract bool) (*migrationPlan, error) {
 	dir := filepath.Join(cfg.Dir, filepath.FromSlash(cfg.Migrations.Dir))
 	existing, last, maxVersion, err := readMigrations(dir, cfg.Migrations.Format)
@@ -100,6 +100,11 @@ func planMigrations(cfg *config.Config, want state, contract bool) (*migrationPl
 		return nil, err
 	}
 	want, notes := settleSerial(cfg, last, want, contract)
+	want, priorityNotes, err := settlePriority(cfg, last, want, contract)
+	if err != nil {
+		return nil, err
+	}
+	notes = append(notes, priorityNotes...)
 	notes = append(notes, dropNotes(cfg, last)...)
 	plan := &migrationPlan{all: existing, state: want, rollout: notes}
 	units, name, err := diffState(cfg, last, want)

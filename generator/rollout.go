@@ -69,6 +69,60 @@ func settleSerial(cfg *config.Config, last *state, want state, contract bool) (s
 	return out, notes
 }
 
+// settlePriority returns want with the tables marked whose claim index
+// must expand before it contracts (schema.Table.PriorityExpanding), and
+// what to do about them. Turning priority on or off changes the columns
+// the claim orders by: on a table that an earlier migration created, the
+// previous release's workers keep claiming with the old order, which
+// without its index reads and sorts every pending job to take a few (and
+// loses the jobs to the new code's claims, which take them straight from
+// their index). So the old index stays beside the new one until contract
+// is set. Changing priority again before that contract step would leave
+// three releases' claims on two indexes: it is refused, positioned at the
+// queue, unless contract is set too.
+func settlePriority(cfg *config.Config, last *state, want state, contract bool) (state, []rolloutNote, error) {
+	prev := map[string]schema.Table{}
+	if last != nil {
+		for _, t := range last.Tables {
+			prev[t.Name] = t
+		}
+	}
+	pos := map[string]config.Pos{}
+	for _, q := range cfg.Queues {
+		pos[q.Name] = q.Pos
+	}
+	diags := diagnostics{file: cfg.Path}
+	var notes []rolloutNote
+	out := want
+	out.Tables = slices.Clone(want.Tables)
+	for i, t := range out.Tables {
+		old, live := prev[t.Name]
+		if !live {
+			continue
+		}
+		switch {
+		case old.Priority != t.Priority && old.PriorityExpanding && !contract:
+			diags.addf(pos[t.Name], "queue %s: priority changed again before the contract step of its last change: "+
+				"once no worker of the release before that change runs, run skipjack generate --contract (with this change, or before it)", t.Name)
+		case old.Priority != t.Priority:
+			out.Tables[i].PriorityExpanding = true
+			notes = append(notes, rolloutNote{pos[t.Name], fmt.Sprintf(
+				"queue %s: priority rolled out in two steps: (1) now: migrate, then deploy; the claim index of the previous setting stays "+
+					"for the previous release's claims; (2) once no worker of the previous release runs: skipjack generate --contract, migrate "+
+					"(drops that index)", t.Name)})
+		case old.PriorityExpanding && contract:
+			notes = append(notes, rolloutNote{pos[t.Name], fmt.Sprintf(
+				"queue %s: contract step of its priority change: migrate (drops the claim index of the previous setting)", t.Name)})
+		case old.PriorityExpanding:
+			out.Tables[i].PriorityExpanding = true
+		}
+	}
+	if err := diags.err(); err != nil {
+		return want, nil, err
+	}
+	return out, notes, nil
+}
+
 // dropNotes says, for every queue whose table an earlier migration created
 // and the YAML now drops, that the release before must no longer use it:
 // the previous release's workers and producers would fail every claim and

@@ -97,22 +97,7 @@ func AlterSteps(from, to Table) ([]Step, error) {
 			Down: []string{fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN "max_attempts" SET DEFAULT %d;`, name, from.MaxAttempts)},
 		})
 	}
-	if from.Priority != to.Priority {
-		// The new claim index is built beside the old one and takes its
-		// name once the old one is gone, so claims never lose their index.
-		claim := QuoteIdent(to.Name + "_claim_idx")
-		next := QuoteIdent(to.Name + "_claim_next")
-		steps = append(steps,
-			Step{Kind: NoTransaction,
-				Up:   []string{claimIndex(to, next, true)},
-				Down: []string{dropIndex(sch, next)}},
-			Step{Kind: NoTransaction,
-				Up:   []string{dropIndex(sch, claim)},
-				Down: []string{claimIndex(from, claim, true)}},
-			Step{
-				Up:   []string{fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s;", sch, next, claim)},
-				Down: []string{fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s;", sch, claim, next)}})
-	}
+	steps = append(steps, claimIndexSteps(from, to)...)
 	if from.Notify != to.Notify {
 		on := to
 		if from.Notify {
@@ -220,6 +205,48 @@ func notifyDDL(t Table) ([]string, error) {
 	tail := full[strings.Index(full, "CREATE OR REPLACE FUNCTION"):]
 	end := strings.Index(tail, "$$;") + len("$$;")
 	return []string{strings.TrimSpace(tail[:end]), strings.TrimSpace(tail[end:])}, nil
+}
+
+// claimIndexSteps returns the steps that change the claim index of from
+// into that of to when Priority changes (and when its expansion ends). The
+// index of the new setting is built beside the old one as
+// <name>_claim_next. On a table live code claims from (to.PriorityExpanding)
+// the old one stays for that code's claims until a contract migration;
+// otherwise, or at the contract, the old one is dropped and the new one
+// takes its name. Claims never lose their index.
+func claimIndexSteps(from, to Table) []Step {
+	sch := QuoteIdent(to.Schema)
+	claim, next := QuoteIdent(to.Name+"_claim_idx"), QuoteIdent(to.Name+"_claim_next")
+	var steps []Step
+	// retire drops the index of old's other setting, under claim, and
+	// renames next (old's setting) to claim.
+	retire := func(old Table) {
+		prev := old
+		prev.Priority = !old.Priority
+		steps = append(steps,
+			Step{Kind: NoTransaction,
+				Up:   []string{dropIndex(sch, claim)},
+				Down: []string{claimIndex(prev, claim, true)}},
+			Step{
+				Up:   []string{fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s;", sch, next, claim)},
+				Down: []string{fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s;", sch, claim, next)}})
+	}
+	base := from
+	if from.PriorityExpanding && (!to.PriorityExpanding || from.Priority != to.Priority) {
+		// The contract step of from's expansion: from's setting alone.
+		retire(from)
+		base.PriorityExpanding = false
+	}
+	if base.Priority == to.Priority {
+		return steps
+	}
+	steps = append(steps, Step{Kind: NoTransaction,
+		Up:   []string{claimIndex(to, next, true)},
+		Down: []string{dropIndex(sch, next)}})
+	if !to.PriorityExpanding {
+		retire(to)
+	}
+	return steps
 }
 
 // dropIndex returns the statement that drops index (quoted) of schema sch

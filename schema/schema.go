@@ -45,6 +45,16 @@ type Table struct {
 	// first job of each key and the database refuses two running jobs of
 	// one key.
 	Serial *Serial `json:",omitempty"`
+	// PriorityExpanding says Priority was changed on a table that live
+	// code already claimed from, and the claim index of the previous
+	// setting is kept (as <name>_claim_idx) beside the one of the new
+	// setting (<name>_claim_next): the previous release's claims, which
+	// order by the other columns, would otherwise read every pending job
+	// and sort them to take a few, and lose every race to the new code's.
+	// A contract migration (skipjack generate --contract, once no worker
+	// of the previous release runs) drops the old index and gives the new
+	// one its name.
+	PriorityExpanding bool `json:",omitempty"`
 }
 
 // Serial is the serial key of a queue's jobs: jobs with equal keys run one

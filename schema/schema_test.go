@@ -94,6 +94,56 @@ func TestAlter(t *testing.T) {
 	}
 }
 
+// TestAlterPriorityExpanding checks the claim index steps of a priority
+// change on a live table: the new index is built beside the old one, which
+// stays until the contract step drops it and renames the new one; a
+// change back with the contract retires the old index and builds the
+// next one in one migration.
+func TestAlterPriorityExpanding(t *testing.T) {
+	t.Parallel()
+	const (
+		buildPriority = `CREATE INDEX CONCURRENTLY IF NOT EXISTS "q_claim_next" ON "skipjack"."q" ("priority", "run_at", "id")`
+		buildPlain    = `CREATE INDEX CONCURRENTLY IF NOT EXISTS "q_claim_next" ON "skipjack"."q" ("run_at", "id")`
+		dropOld       = `DROP INDEX CONCURRENTLY IF EXISTS "skipjack"."q_claim_idx";`
+		rename        = `ALTER INDEX "skipjack"."q_claim_next" RENAME TO "q_claim_idx";`
+	)
+	table := func(priority, expanding bool) Table {
+		return Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Priority: priority, PriorityExpanding: expanding}
+	}
+	tests := []struct {
+		name      string
+		from, to  Table
+		want, not []string
+	}{
+		{"expand", table(false, false), table(true, true), []string{buildPriority}, []string{dropOld, rename}},
+		{"still expanding", table(true, true), table(true, true), nil, []string{buildPriority, dropOld, rename}},
+		{"contract", table(true, true), table(true, false), []string{dropOld, rename}, []string{buildPriority, buildPlain}},
+		{"contract and change back", table(true, true), table(false, true), []string{dropOld, rename, buildPlain}, []string{buildPriority}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Alter(tc.from, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.want) == 0 && got != "" {
+				t.Fatalf("Alter = %q, want no DDL", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Alter DDL lacks %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("Alter DDL has %q:\n%s", n, got)
+				}
+			}
+		})
+	}
+}
+
 func TestAlterLayout(t *testing.T) {
 	t.Parallel()
 	table := func(layout int) Table {

@@ -164,6 +164,9 @@ feature_mutants=(
   "prune-failed-with-completed-retention :: skipjackimpl/bind.go :: s/b.q.PruneFailed(ctx, failedAge, int32(limit))/b.q.PruneFailed(ctx, completedAge, int32(limit))/ :: TestRetentionBoundaries :: ."
   "stats-oldest-pending-is-newest :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/ORDER BY \"run_at\" LIMIT 1/ORDER BY \"run_at\" DESC LIMIT 1/ :: TestStatsCounts :: ."
   "stats-scheduled-counted-pending :: internal/testqueue/kept/internal/db/queries.sql.go :: /-- name: Stats/,/oldest_pending/s/WHERE \"state\" = 'pending' AND \"run_at\" <= now()) AS pending/WHERE \"state\" = 'pending') AS pending/ :: TestStatsCounts :: ."
+  # A priority change on a live table keeps the old claim index until contract (session 5).
+  "priority-index-dropped-at-expand :: ../schema/alter.go :: s/^\tif !to.PriorityExpanding {$/\tif true {/ :: TestAlterPriorityExpanding :: ../schema"
+  "priority-change-not-expanding :: ../generator/rollout.go :: s/^\t\tcase old.Priority != t.Priority:$/\t\tcase false:/ :: TestSettlePriority :: ../generator"
   "cli-stats-columns-swapped :: ../cmd/skipjack/stats.go :: s/r.Running, r.Completed, r.Failed/r.Completed, r.Running, r.Failed/ :: TestPrintStats :: ../cmd/skipjack"
   "cli-show-attempt-swapped :: ../cmd/skipjack/jobs.go :: s/r.Attempt, r.MaxAttempts)/r.MaxAttempts, r.Attempt)/ :: TestWriteRecord :: ../cmd/skipjack"
   "tableadmin-cancel-not-notified :: ../cmd/skipjack/internal/tableadmin/tableadmin.go :: s/err = a.tellWorkers(ctx, noteCancel)/err = nil/ :: TestCancelAndPauseNotifyWorkers :: ../cmd/skipjack/internal/tableadmin"
