@@ -248,7 +248,7 @@ func TestMigrateDownWaitsForLock(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var asking bool
-		err := pool.QueryRow(t.Context(), "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'skipjack' AND (query LIKE 'SELECT pg_try_advisory_xact_lock%' OR lower(query) = 'rollback'))").Scan(&asking)
+		err := pool.QueryRow(t.Context(), "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND (query LIKE 'SELECT pg_try_advisory_xact_lock%' OR lower(query) = 'rollback'))").Scan(&asking)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,6 +261,17 @@ func TestMigrateDownWaitsForLock(t *testing.T) {
 		default:
 		}
 		if time.Now().After(deadline) {
+			rows, err := pool.Query(t.Context(), "SELECT pid, application_name, state, left(query, 80) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+			if err == nil {
+				for rows.Next() {
+					var pid int32
+					var app, state, query string
+					if rows.Scan(&pid, &app, &state, &query) == nil {
+						t.Logf("session %d (%q): %s: %q", pid, app, state, query)
+					}
+				}
+				rows.Close()
+			}
 			t.Fatal("migrate down never asked for the migration lock")
 		}
 		time.Sleep(20 * time.Millisecond)
