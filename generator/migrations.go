@@ -257,10 +257,7 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 			last.Schema, cfg.Schema)
 		return nil, "", diags.err()
 	}
-	prev := map[string]schema.Table{}
-	for _, t := range last.Tables {
-		prev[t.Name] = t
-	}
+	prev := last.tablesByName()
 	declared := map[string]config.Queue{}
 	for _, q := range cfg.Queues {
 		declared[q.Name] = q

@@ -28,12 +28,7 @@ type rolloutNote struct {
 // unique index (after checking that no running jobs share a key) and the
 // code regenerated with it claims without turns.
 func settleSerial(cfg *config.Config, last *state, want state, contract bool) (state, []rolloutNote) {
-	prev := map[string]schema.Table{}
-	if last != nil {
-		for _, t := range last.Tables {
-			prev[t.Name] = t
-		}
-	}
+	prev := last.tablesByName()
 	pos := map[string]config.Pos{}
 	for _, q := range cfg.Queues {
 		pos[q.Name] = q.Pos
@@ -81,12 +76,7 @@ func settleSerial(cfg *config.Config, last *state, want state, contract bool) (s
 // three releases' claims on two indexes: it is refused, positioned at the
 // queue, unless contract is set too.
 func settlePriority(cfg *config.Config, last *state, want state, contract bool) (state, []rolloutNote, error) {
-	prev := map[string]schema.Table{}
-	if last != nil {
-		for _, t := range last.Tables {
-			prev[t.Name] = t
-		}
-	}
+	prev := last.tablesByName()
 	pos := map[string]config.Pos{}
 	for _, q := range cfg.Queues {
 		pos[q.Name] = q.Pos
@@ -121,6 +111,18 @@ func settlePriority(cfg *config.Config, last *state, want state, contract bool) 
 		return want, nil, err
 	}
 	return out, notes, nil
+}
+
+// tablesByName returns the tables of s by name; none when s is nil (no
+// migration recorded a state yet).
+func (s *state) tablesByName() map[string]schema.Table {
+	out := map[string]schema.Table{}
+	if s != nil {
+		for _, t := range s.Tables {
+			out[t.Name] = t
+		}
+	}
+	return out
 }
 
 // dropNotes says, for every queue whose table an earlier migration created

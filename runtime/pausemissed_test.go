@@ -2,8 +2,6 @@ package skipjack_test
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,24 +21,9 @@ func TestPauseMissedByListenerGivesBackPrefetched(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 10)
 	ctx := context.Background()
-	hold := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(hold) }) }
-	var started atomic.Int64
-	start(t, demo.NewWorker(pool, func(hctx context.Context, job *demo.Job) error {
-		started.Add(1)
-		<-hold
-		return nil
-	}, skipjack.WorkerConfig{Concurrency: 4, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}))
-	t.Cleanup(release) // before the worker's stop: cleanups run last first
-	const jobs = 12
-	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, jobs)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "4 handlers to start, 4 jobs to be prefetched and the listener to LISTEN", func() bool {
-		return started.Load() == 4 &&
-			queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 8 &&
-			queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`) == 1
+	h := startHeldJobs(t, pool, skipjack.WorkerConfig{PollInterval: 100 * time.Millisecond})
+	waitFor(t, 30*time.Second, "the listener to LISTEN", func() bool {
+		return queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`) == 1
 	})
 
 	// Two connections of our own for what follows, since the pool cannot
@@ -87,7 +70,7 @@ func TestPauseMissedByListenerGivesBackPrefetched(t *testing.T) {
 	if err := demo.Pause(ctx, admin.Conn()); err != nil {
 		t.Fatal(err)
 	}
-	atPause := started.Load()
+	atPause := h.started.Load()
 	if err := allow(true); err != nil {
 		t.Fatal(err)
 	}
@@ -98,23 +81,11 @@ func TestPauseMissedByListenerGivesBackPrefetched(t *testing.T) {
 	// The worker reads the pause once it listens again. Without that,
 	// the prefetched jobs stay running until a handler frees and starts
 	// one: this waits for the give-back, however long load delays it.
-	waitFor(t, 60*time.Second, "the 4 prefetched jobs to be given back (pending, attempt restored)", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`) == jobs-4
-	})
-	release()
-	waitFor(t, 30*time.Second, "the running jobs to finish", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 0
-	})
-	if n := started.Load() - atPause; n != 0 {
+	waitFor(t, 60*time.Second, "the 4 prefetched jobs to be given back (pending, attempt restored)", func() bool { return h.givenBack(t) })
+	h.release()
+	waitFor(t, 30*time.Second, "the running jobs to finish", func() bool { return h.running(t) == 0 })
+	if n := h.started.Load() - atPause; n != 0 {
 		t.Errorf("%d handlers started after the pause committed, want 0", n)
 	}
-	if err := demo.Resume(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "every job to run after Resume", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
-	})
-	if n := started.Load(); n != jobs {
-		t.Errorf("%d handlers started in all, want %d (each job once)", n, jobs)
-	}
+	h.resumeAndFinish(t)
 }

@@ -147,6 +147,72 @@ func TestCancelPrefetchedPollOnly(t *testing.T) {
 	}
 }
 
+// heldJobs is a demo worker (Concurrency 4) whose handlers hold their
+// jobs until release: 12 jobs enqueued, 4 running, 4 prefetched, 4 pending.
+type heldJobs struct {
+	pool    *pgxpool.Pool
+	started atomic.Int64 // handlers started
+	first   int64        // the id of the first job started
+	release func()       // lets every handler return, once
+}
+
+// heldJobsTotal is how many jobs startHeldJobs enqueues.
+const heldJobsTotal = 12
+
+// startHeldJobs starts a heldJobs worker on pool with cfg (Concurrency 4,
+// a quiet logger) and waits until 4 handlers run and 4 jobs are prefetched.
+func startHeldJobs(t *testing.T, pool *pgxpool.Pool, cfg skipjack.WorkerConfig) *heldJobs {
+	t.Helper()
+	h := &heldJobs{pool: pool}
+	hold := make(chan struct{})
+	var once sync.Once
+	h.release = func() { once.Do(func() { close(hold) }) }
+	first := make(chan int64, 1)
+	cfg.Concurrency, cfg.Logger = 4, quietLogger(t)
+	start(t, demo.NewWorker(pool, func(hctx context.Context, job *demo.Job) error {
+		if h.started.Add(1) == 1 {
+			first <- job.ID
+		}
+		<-hold
+		return nil
+	}, cfg))
+	t.Cleanup(h.release) // before the worker's stop: cleanups run last first
+	if _, err := demo.EnqueueMany(context.Background(), pool, make([]demo.Payload, heldJobsTotal)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "4 handlers to start and 4 jobs to be prefetched", func() bool {
+		return h.started.Load() == 4 && queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 8
+	})
+	h.first = <-first
+	return h
+}
+
+// givenBack reports whether the 4 prefetched jobs are pending again with
+// their attempts restored (the 4 never claimed are pending too).
+func (h *heldJobs) givenBack(t *testing.T) bool {
+	return queryInt(t, h.pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`) == heldJobsTotal-4
+}
+
+// running counts the jobs that are running (or prefetched).
+func (h *heldJobs) running(t *testing.T) int64 {
+	return queryInt(t, h.pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`)
+}
+
+// resumeAndFinish resumes the queue and checks that every job then runs,
+// each once.
+func (h *heldJobs) resumeAndFinish(t *testing.T) {
+	t.Helper()
+	if err := demo.Resume(context.Background(), h.pool); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "every job to run after Resume", func() bool {
+		return queryInt(t, h.pool, `SELECT count(*) FROM skipjack.demo`) == 0
+	})
+	if n := h.started.Load(); n != heldJobsTotal {
+		t.Errorf("%d handlers started in all, want %d (each job once)", n, heldJobsTotal)
+	}
+}
+
 // TestPauseStopsPrefetched pauses a queue whose worker (Concurrency 4)
 // runs 4 slow handlers and holds 4 more jobs prefetched, right after a
 // heartbeat. Before, the prefetched jobs stayed claimed and started as
@@ -157,61 +223,24 @@ func TestCancelPrefetchedPollOnly(t *testing.T) {
 func TestPauseStopsPrefetched(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 10)
-	ctx := context.Background()
-	hold := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(release)
-	var started atomic.Int64
-	first := make(chan int64, 1)
-	start(t, demo.NewWorker(pool, func(hctx context.Context, job *demo.Job) error {
-		if started.Add(1) == 1 {
-			first <- job.ID
-		}
-		<-hold
-		return nil
-	}, skipjack.WorkerConfig{Concurrency: 4, PollInterval: 100 * time.Millisecond, Logger: quietLogger(t)}))
-	const jobs = 12
-	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, jobs)); err != nil {
+	h := startHeldJobs(t, pool, skipjack.WorkerConfig{PollInterval: 100 * time.Millisecond})
+	afterHeartbeat(t, pool, h.first)
+	if err := demo.Pause(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "4 handlers to start and 4 jobs to be prefetched", func() bool {
-		return started.Load() == 4 && queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 8
-	})
-	afterHeartbeat(t, pool, <-first)
-	if err := demo.Pause(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	paused := time.Now()
-	atPause := started.Load()
+	atPause := h.started.Load()
 	// Given back (attempt restored) on the notification: nothing else
 	// gives prefetched jobs back, however long the wait.
-	deadline := paused.Add(30 * time.Second)
-	for queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`) != jobs-4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`); n != jobs-4 {
-		t.Errorf("%v after Pause, %d jobs are pending with no attempt counted, want %d (the 4 prefetched given back)", time.Since(paused).Round(time.Millisecond), n, jobs-4)
-	}
-	release()
-	waitFor(t, 20*time.Second, "the running jobs to finish", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 0
-	})
+	waitFor(t, 30*time.Second, "the 4 prefetched jobs to be given back", func() bool { return h.givenBack(t) })
+	h.release()
+	waitFor(t, 20*time.Second, "the running jobs to finish", func() bool { return h.running(t) == 0 })
 	// Handler slots are free now: a prefetched job would have started.
 	// Give the worker time to start one (it would at once) before looking.
 	time.Sleep(500 * time.Millisecond)
-	if n := started.Load() - atPause; n != 0 {
+	if n := h.started.Load() - atPause; n != 0 {
 		t.Errorf("%d handlers started after Pause returned, want 0", n)
 	}
-	if err := demo.Resume(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "every job to run after Resume", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
-	})
-	if n := started.Load(); n != jobs {
-		t.Errorf("%d handlers started in all, want %d (each job once)", n, jobs)
-	}
+	h.resumeAndFinish(t)
 }
 
 // TestPauseStopsPrefetchedPollOnly pauses a queue whose worker listens to
@@ -224,48 +253,19 @@ func TestPauseStopsPrefetched(t *testing.T) {
 func TestPauseStopsPrefetchedPollOnly(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 10)
-	ctx := context.Background()
-	hold := make(chan struct{})
-	var once sync.Once
-	release := func() { once.Do(func() { close(hold) }) }
-	var started atomic.Int64
-	first := make(chan int64, 1)
-	start(t, demo.NewWorker(pool, func(hctx context.Context, job *demo.Job) error {
-		if started.Add(1) == 1 {
-			first <- job.ID
-		}
-		<-hold
-		return nil
-	}, skipjack.WorkerConfig{Concurrency: 4, PollInterval: 100 * time.Millisecond, PollOnly: true, Logger: quietLogger(t)}))
-	t.Cleanup(release) // before the worker's stop: cleanups run last first
-	const jobs = 12
-	if _, err := demo.EnqueueMany(ctx, pool, make([]demo.Payload, jobs)); err != nil {
+	h := startHeldJobs(t, pool, skipjack.WorkerConfig{PollInterval: 100 * time.Millisecond, PollOnly: true})
+	afterHeartbeat(t, pool, h.first)
+	if err := demo.Pause(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "4 handlers to start and 4 jobs to be prefetched", func() bool {
-		return started.Load() == 4 && queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 8
-	})
-	afterHeartbeat(t, pool, <-first)
-	if err := demo.Pause(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	atPause := started.Load()
+	atPause := h.started.Load()
 	time.Sleep(1500 * time.Millisecond) // the slots free later, as in production
-	release()
+	h.release()
 	waitFor(t, 30*time.Second, "the running jobs to finish and the 4 prefetched to be given back (pending, attempt restored)", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'running'`) == 0 &&
-			queryInt(t, pool, `SELECT count(*) FROM skipjack.demo WHERE state = 'pending' AND attempt = 0`) == jobs-4
+		return h.running(t) == 0 && h.givenBack(t)
 	})
-	if n := started.Load() - atPause; n != 0 {
+	if n := h.started.Load() - atPause; n != 0 {
 		t.Errorf("%d handlers started after Pause returned, want 0", n)
 	}
-	if err := demo.Resume(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "every job to run after Resume", func() bool {
-		return queryInt(t, pool, `SELECT count(*) FROM skipjack.demo`) == 0
-	})
-	if n := started.Load(); n != jobs {
-		t.Errorf("%d handlers started in all, want %d (each job once)", n, jobs)
-	}
+	h.resumeAndFinish(t)
 }
