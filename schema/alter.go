@@ -231,13 +231,11 @@ func claimIndexSteps(from, to Table) []Step {
 				Up:   []string{fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s;", sch, next, claim)},
 				Down: []string{fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s;", sch, claim, next)}})
 	}
-	base := from
 	if from.PriorityExpanding && (!to.PriorityExpanding || from.Priority != to.Priority) {
 		// The contract step of from's expansion: from's setting alone.
 		retire(from)
-		base.PriorityExpanding = false
 	}
-	if base.Priority == to.Priority {
+	if from.Priority == to.Priority {
 		return steps
 	}
 	steps = append(steps, Step{Kind: NoTransaction,

@@ -86,16 +86,23 @@ type pausedReader interface {
 // would start (claims see the pause themselves). A read that fails is
 // logged; the pause then holds for claims only.
 func (o *operatorNotes[T]) pauseMissed() {
+	o.givePausedBackIfPaused(o.r.stmtTimeout, "skipjack: reading whether the queue was paused while the listener was not listening failed; its prefetched jobs may start")
+}
+
+// givePausedBackIfPaused reads whether the queue is paused, within
+// timeout, and gives the prefetched jobs back if it is (givePausedBack).
+// A read that fails is logged as failed, and nothing is given back.
+func (o *operatorNotes[T]) givePausedBackIfPaused(timeout time.Duration, failed string) {
 	r := o.r
 	pr, ok := r.store.(pausedReader)
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	paused, err := pr.isPaused(ctx)
+	cancel()
 	if err != nil {
-		r.log.Warn("skipjack: reading whether the queue was paused while the listener was not listening failed; its prefetched jobs may start", "error", err)
+		r.log.Warn(failed, "error", err)
 		return
 	}
 	if paused {
@@ -202,19 +209,7 @@ func (g *pauseGate) passLocked(now time.Time) (read bool, wait <-chan struct{}) 
 // start, as a failed recheck does.
 func (o *operatorNotes[T]) readPause() {
 	r := o.r
-	paused := false
-	if pr, ok := r.store.(pausedReader); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), recheckTimeout)
-		var err error
-		paused, err = pr.isPaused(ctx)
-		cancel()
-		if err != nil {
-			r.log.Warn("skipjack: checking whether the queue was paused before prefetched jobs start failed; starting them", "error", err)
-		}
-	}
-	if paused {
-		o.givePausedBack()
-	}
+	o.givePausedBackIfPaused(recheckTimeout, "skipjack: checking whether the queue was paused before prefetched jobs start failed; starting them")
 	r.mu.Lock()
 	close(r.pauseGate.reading)
 	r.pauseGate.reading = nil
