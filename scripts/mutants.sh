@@ -146,6 +146,7 @@ feature_mutants=(
   "unique-enqueue-many-runat-ignored :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: EnqueueBatch/,/ON CONFLICT/s/COALESCE(\$1::timestamptz,/COALESCE(NULLIF(\$1::timestamptz, \$1::timestamptz),/ :: TestUniqueEnqueueManyOptions :: ."
   "claim-ignores-run-at :: internal/testqueue/demo/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/WHERE c.\"state\" = 'pending' AND c.\"run_at\" <= now()/WHERE c.\"state\" = 'pending'/ :: TestNeverClaimedBeforeRunAt :: ."
   "claim-ignores-run-at-priority :: internal/testqueue/ranked/internal/db/queries.sql.go :: /-- name: Claim\\(From\\)\\? :many/,/RETURNING/s/ AND c.\"run_at\" <= now()$// :: TestNeverClaimedBeforeRunAt :: ."
+  "claim-priority-reversed :: internal/testqueue/ranked/internal/db/queries.sql.go :: s/generate_series(0, 9)/generate_series(9, 0, -1)/g :: TestPriorityOrder :: ."
   "unique-retry-all-sharing-a-key :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND o.\"id\" < t.\"id\"/AND false/ :: TestUniqueRetrySharedKey :: ."
   "unique-retry-none-sharing-a-key :: internal/testqueue/uniq/internal/db/queries.sql.go :: /-- name: Retry/,/^\`/s/AND o.\"id\" < t.\"id\"/AND o.\"id\" <> t.\"id\"/ :: TestUniqueRetrySharedKey :: ."
   "unique-index-drops-running :: internal/testqueue/migrate.go :: /uniq_unique_idx/s/IN ('pending', 'running')/IN ('pending')/ :: TestUniqueLifecycle|TestUniqueRescue :: ."
