@@ -1057,9 +1057,12 @@ func (r *sysRun) account(ctx context.Context) (*systemResult, error) {
 			p.ResumeMs = float64(r.resume[i].Microseconds()) / 1000
 		}
 		p.DrainS = -1
+		from := p.start.Sub(r.start).Seconds()
 		for _, s := range r.samples {
-			if s.PhaseIndex == i && s.Backlog <= int64(r.o.rate) {
-				p.DrainS = s.T - p.start.Sub(r.start).Seconds()
+			// The final drain's samples carry the last phase's index, but
+			// its producers have stopped: they do not count.
+			if s.PhaseIndex == i && s.T-from <= p.Seconds && s.Backlog <= int64(r.o.rate) {
+				p.DrainS = s.T - from
 				break
 			}
 		}
