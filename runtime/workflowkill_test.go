@@ -38,13 +38,15 @@ CREATE TABLE wf_effects (workflow_id bigint NOT NULL, step text NOT NULL, seen i
 // workflow whose handlers record their step's effect with CompleteTx,
 // after a short random pause that widens the window a SIGKILL lands in.
 func runDiamond(ctx context.Context, _ *pgxpool.Pool) error {
-	// A pool of its own, large enough for both workers' handlers, each of
-	// which holds a connection for its transaction and briefly another.
+	// A pool of its own, large enough for both workers' handlers (4 each),
+	// each of which holds one connection at a time: its attempt's insert,
+	// then its transaction. With the two workers' control pools (6 each)
+	// and listeners, a child holds at most 8 + 2×7 = 22 connections.
 	pc, err := pgxpool.ParseConfig(os.Getenv(childDBEnv))
 	if err != nil {
 		return err
 	}
-	pc.MaxConns = 12
+	pc.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return err
@@ -236,11 +238,14 @@ func checkDiamonds(t *testing.T, pool *pgxpool.Pool, ids []int64) {
 // lands exactly once and never before its upstream steps' effects, and
 // every workflow completes. Kills interrupt handlers (more attempts than
 // effects), whose steps are rescued when their leases lapse.
+//
+// Not parallel: its processes, and the server backends of killed ones that
+// have not noticed yet, hold up to 60 connections (measured), too many to
+// share a server of 100 with another test; see maxParallel.
 func TestWorkflowDiamondsSurviveSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("child processes")
 	}
-	t.Parallel()
 	ctx := t.Context()
 	pool := newQueues(t, 0)
 	if _, err := pool.Exec(ctx, diamondTables); err != nil {
@@ -294,11 +299,14 @@ func TestWorkflowDiamondsSurviveSIGKILL(t *testing.T) {
 // (SKIPJACK_TEST_DIAMONDS sets another count) on four worker processes:
 // every step's effect lands exactly once, after its upstream steps', and
 // every workflow completes.
+//
+// Not parallel: its four processes hold up to 4×22 connections (80 were
+// measured with larger child pools), which fit a server of 100 only alone;
+// see maxParallel.
 func TestWorkflowDiamondsFourProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("child processes")
 	}
-	t.Parallel()
 	n := 1000
 	if v := os.Getenv(diamondsEnv); v != "" {
 		var err error

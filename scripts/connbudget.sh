@@ -6,7 +6,8 @@
 # pg_ctl from PATH or /usr/lib/postgresql/*/bin, as the postgres user when
 # run as root), runs `go test -race -count=1 ./...` in runtime/ against it
 # (GOWORK=off), samples the client connections every 100 ms and prints the
-# peak, the server's refusals and the suite's result. Run on demand, not in
+# peak, the test databases with the highest peaks (each test has its own),
+# the server's refusals and the suite's result. Run on demand, not in
 # CI.
 #
 # Usage: scripts/connbudget.sh [go test flags...]   e.g. scripts/connbudget.sh -run TestUnique
@@ -40,9 +41,10 @@ trap stop EXIT
 url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 
 # One psql session samples for the whole run (its own connection is
-# subtracted below).
+# subtracted below): the client connections in all, then per database
+# (each test has a database of its own).
 psql "$url" -qtA >"$dir/samples" 2>/dev/null <<'EOF' &
-SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'
+SELECT sum(n), string_agg(d || '=' || n, ',') FROM (SELECT coalesce(datname, '-') AS d, count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' GROUP BY 1) AS s
 \watch 0.1
 EOF
 sampler=$!
@@ -52,7 +54,10 @@ status=0
 (cd "$root/runtime" && DATABASE_URL=$url GOWORK=off go test -race -count=1 "$@" ./...) >"$dir/test.log" 2>&1 || status=$?
 took=$(($(date +%s) - start))
 grep -E '^(ok|FAIL|---)' "$dir/test.log" || true
-peak=$(grep -E '^[0-9]+$' "$dir/samples" | sort -n | tail -n 1)
+peak=$(grep -E '^[0-9]+[|]' "$dir/samples" | cut -d'|' -f1 | sort -n | tail -n 1)
+echo "the test databases with the most connections at once:"
+grep -E '^[0-9]+[|]' "$dir/samples" | cut -d'|' -f2 | tr ',' '\n' | grep '^skipjacktest_' |
+	awk -F= '$2 > peak[$1] { peak[$1] = $2 } END { for (d in peak) print peak[d], d }' | sort -rn | head -n 5 || true
 refused=$(grep -c 'too many clients' "$dir/server.log" || true)
 echo "max_connections $max: peak $((peak - 1)) client connections (sampled every 100 ms), $refused refused; suite exit $status in ${took}s"
 [ "$status" -eq 0 ] && [ "$refused" -eq 0 ]
