@@ -59,7 +59,7 @@ WITH args AS (
     WHERE r."lease_expires_at" IS NOT NULL AND r."state" = 'running'
     GROUP BY 1
 ), picked AS (
-    SELECT c."id" FROM "skipjack"."tenanted" AS c
+    SELECT c."id", coalesce(c."payload" -> 'tenant', 'null'::jsonb) AS "key", c."run_at" FROM "skipjack"."tenanted" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'tenanted' AND "paused_at" IS NOT NULL)
       AND coalesce(c."payload" -> 'tenant', 'null'::jsonb) NOT IN (SELECT "key" FROM held WHERE "n" >= 2)
@@ -67,13 +67,13 @@ WITH args AS (
     LIMIT (SELECT "n" FROM allowance)
     FOR NO KEY UPDATE SKIP LOCKED
 ), kept AS (
-    -- Of the picked jobs, those within their key's room, earliest first.
+    -- Of the picked jobs, those within their key's room, earliest first,
+    -- ranked from the rows the pick locked (no second read of the table).
     SELECT k."id"
     FROM (
-        SELECT t."id", coalesce(t."payload" -> 'tenant', 'null'::jsonb) AS "key",
-               row_number() OVER (PARTITION BY coalesce(t."payload" -> 'tenant', 'null'::jsonb) ORDER BY t."run_at", t."id") AS "rank"
-        FROM "skipjack"."tenanted" AS t
-        WHERE t."id" = ANY(ARRAY(SELECT "id" FROM picked))
+        SELECT p."id", p."key",
+               row_number() OVER (PARTITION BY p."key" ORDER BY p."run_at", p."id") AS "rank"
+        FROM picked AS p
     ) AS k
     LEFT JOIN held AS h ON h."key" = k."key"
     WHERE k."rank" <= 2 - coalesce(h."n", 0)
