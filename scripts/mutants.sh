@@ -193,7 +193,12 @@ feature_mutants=(
   "crowd-never-seen :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return false/ :: TestCrowd :: ./skipjackimpl"
   "crowd-misses-one-other :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return 2*taken < hi-lo+1/ :: TestCrowd :: ./skipjackimpl"
   "claim-not-steered :: skipjackimpl/claimer.go :: s/} else if c.steered != nil {/} else if false \&\& c.steered != nil {/ :: TestClaimPlanIgnoresStaleStatistics :: ."
-  "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& r.cfg.BatchSize >= turnMinClaim/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."
+  "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& ids.takeTurns(r.cfg.BatchSize)/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."
+  # Issue 43, item 5: small claims take turns in a crowd of turnMinCrowd
+  # claimers or more, counted from the ids the last claims span.
+  "small-claims-never-take-turns :: skipjackimpl/fetch.go :: s/|| c.full() \&\& c.claimers() >= turnMinCrowd/|| false/ :: TestCrowdCountsClaimers :: ./skipjackimpl"
+  "small-claims-take-turns-early :: skipjackimpl/fetch.go :: s/|| c.full() \&\& c.claimers() >= turnMinCrowd/|| c.claimers() >= turnMinCrowd/ :: TestCrowdCountsClaimers :: ./skipjackimpl"
+  "claimers-ignore-window-size :: skipjackimpl/fetch.go :: s/ \* float64(n) \/ float64(n-1)$// :: TestCrowdCountsClaimers :: ./skipjackimpl"
   "starts-alone :: skipjackimpl/fetch.go :: s/^\tcrowded := true$/\tcrowded := false/ :: TestStartingWorkerTakesTurns :: ."
   "turn-without-lock :: skipjackimpl/claimbatch.go :: s/^\t\tb.Queue(turnSQL, c.key)$/\t\tb.Queue(steerSQL, millis(c.stall))/ :: TestCrowdedClaimsTakeTurns :: ."
   "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, millis(c.wait))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."

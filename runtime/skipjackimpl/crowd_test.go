@@ -95,3 +95,63 @@ func TestCrowdSeesOneOtherProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestCrowdCountsClaimers: how many claimers a worker's last claims show,
+// beside others that claim chunks of the same size between its claims, and
+// which of those crowds make its small claims take turns (turnMinCrowd);
+// large claims take turns in any crowd, and small ones in none until the
+// window is full.
+func TestCrowdCountsClaimers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// mine and others are how many chunks of 1,000 ids this worker
+		// and the other processes take in each round, in that order.
+		mine, others int64
+		// gaps is how many ids in every 1,000 of this worker's chunks it
+		// did not take (jobs not due yet).
+		gaps      int64
+		want      int
+		wantTurns bool
+	}{
+		{name: "alone", mine: 1, want: 1},
+		{name: "alone, two claims in flight", mine: 2, want: 1},
+		{name: "alone, a tenth of the jobs not due", mine: 1, gaps: 100, want: 1},
+		{name: "one other", mine: 1, others: 1, want: 2},
+		{name: "three others", mine: 1, others: 3, want: 4},
+		{name: "three others, a tenth not due", mine: 1, others: 3, gaps: 100, want: 4},
+		{name: "five others", mine: 1, others: 5, want: 6, wantTurns: true},
+		{name: "seven others", mine: 1, others: 7, want: 8, wantTurns: true},
+		{name: "fifteen others", mine: 1, others: 15, want: 16, wantTurns: true},
+	}
+	var early crowd
+	for i := range int64(crowdWindow - 1) { // fifteen others, but the window is not full
+		early.add(claimResult{n: 1000, minID: 1 + i*16_000, maxID: 1000 + i*16_000})
+		if early.takeTurns(150) {
+			t.Errorf("after %d claims: takeTurns(150) = true before the window is full", i+1)
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var c crowd
+			next := int64(1)
+			for range 3 * crowdWindow {
+				for range tt.mine {
+					c.add(claimResult{n: int(1000 - tt.gaps), minID: next, maxID: next + 999})
+					next += 1000
+				}
+				next += 1000 * tt.others
+			}
+			if got := c.claimers(); got != tt.want {
+				t.Errorf("claimers() = %d, want %d", got, tt.want)
+			}
+			if got := c.takeTurns(150); got != tt.wantTurns {
+				t.Errorf("takeTurns(150) = %v, want %v", got, tt.wantTurns)
+			}
+			if !c.takeTurns(turnMinClaim) {
+				t.Errorf("takeTurns(%d) = false, want true (large claims take turns in any crowd)", turnMinClaim)
+			}
+		})
+	}
+}

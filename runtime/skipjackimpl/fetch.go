@@ -44,6 +44,18 @@ const crowdWindow = 4
 // faster in turns, claims of about 120 jobs run slower.
 const turnMinClaim = 500
 
+// turnMinCrowd is the smallest crowd (claimers of the queue, as the spread
+// of a worker's last claims counts them, see crowd.claimers) in which
+// claims smaller than turnMinClaim take turns too. Small claims that walk
+// past each other cost little while the claimers are few, and a turn's
+// wait (no shared WAL flushes) would cost more than the walk saves; beyond
+// a handful, every claim walks past the rows all the others hold locked,
+// so its work grows with the processes. At WorkerConfig{} (claims of about
+// 150 jobs), claim buffers per claimed row at 2, 4, 8 and 16 processes
+// were 13.0, 14.6, 19.0 and 31 without turns, and 12.9, 14.6, 13.7 and 15
+// with them from this crowd on (issue 43, BENCHMARKS.md).
+const turnMinCrowd = 6
+
 // turnWait is how long a claim waits for its turn, given the deadline of
 // its statement: a quarter of it, at most maxTurnWait. Longer waits than
 // that mean a claim holding the turn is stuck (see claimBatch); the worker
@@ -95,6 +107,9 @@ const turnPause = 15 * time.Second
 type crowd struct {
 	last [crowdWindow]claimResult
 	next int
+	// others is how many other claimers the last claims show, as of the
+	// last add (see claimers).
+	others float64
 }
 
 // add records a claim that took jobs and reports whether the last claims
@@ -115,11 +130,32 @@ func (c *crowd) add(res claimResult) bool {
 		}
 		hi = max(hi, r.maxID)
 	}
+	if n := min(c.next, crowdWindow); n > 1 && taken > 0 {
+		c.others = float64(hi-lo+1-taken) / float64(taken) * float64(n) / float64(n-1)
+	}
 	return 4*taken < 3*(hi-lo+1)
 }
 
 // full reports whether crowdWindow claims have been recorded.
 func (c *crowd) full() bool { return c.next >= crowdWindow }
+
+// claimers estimates how many claimers work the queue, this worker
+// included, from the ids its last claims span but did not take: beside k
+// others that claim as much, k chunks of theirs lie between each two of
+// its n claims, so the n claims span n + (n-1)k chunks. Jobs not due, and
+// others that claim more or less, make it an estimate; turnMinCrowd is far
+// from 1 and 2.
+func (c *crowd) claimers() int {
+	return 1 + int(c.others+0.5)
+}
+
+// takeTurns reports whether the claims of a crowded worker that claims up
+// to batchSize jobs at a time take turns with other processes' claims:
+// large claims always, small ones once a full window shows a crowd of
+// turnMinCrowd claimers or more.
+func (c *crowd) takeTurns(batchSize int) bool {
+	return batchSize >= turnMinClaim || c.full() && c.claimers() >= turnMinCrowd
+}
 
 // claimResult is what one claim statement did.
 type claimResult struct {
@@ -185,7 +221,7 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				if !lastFull {
 					more = false
 				}
-				inTurn := crowded && r.cfg.BatchSize >= turnMinClaim && !time.Now().Before(turnsOffUntil)
+				inTurn := crowded && ids.takeTurns(r.cfg.BatchSize) && !time.Now().Before(turnsOffUntil)
 				r.claims.Go(func() {
 					results <- r.claim(limit, inTurn, ctx.Done())
 				})
