@@ -92,7 +92,7 @@ SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan'
 -- Headroom says why a claim came back short: whether due jobs wait, how many jobs are claimed in all processes, and how many milliseconds pass until the rate window has room again (0 when it has room now or the queue has no rate limit).
 SELECT
     EXISTS (SELECT FROM "skipjack"."demo" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
-    (SELECT count(*) FROM "skipjack"."demo" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
+    (SELECT count(*) FROM "skipjack"."demo" WHERE "lease_expires_at" IS NOT NULL AND "state" = (SELECT 'running'::text))::integer AS claimed,
     0::bigint AS rate_wait_ms;
 
 -- name: Pause :exec
@@ -115,7 +115,7 @@ WITH resumed AS (
 SELECT pg_notify('skipjack.demo', '') FROM resumed;
 
 -- name: Complete :many
--- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, adding waits (the histogram of how long the batch's jobs waited from run_at until their handlers started, which the runtime computes) to it; each row carries the database clock, from which the runtime learns the skew of its own.
+-- Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, adding waits (the histogram of how long the batch's jobs waited from run_at until their handlers started, which the runtime computes) to it; each row carries the database clock, from which the runtime learns the skew of its own. It compares the state with (SELECT 'running'), which no partial index's predicate matches, so its plan reads the primary key whatever the table's statistics say.
 WITH owned AS (
     SELECT jsonb_object_agg(x.id, x.claim) AS claims
     FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(claims)::integer[]) AS claim) AS x
@@ -123,7 +123,7 @@ WITH owned AS (
     DELETE FROM "skipjack"."demo" AS t
     WHERE t."id" = ANY(sqlc.arg(ids)::bigint[])
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
-      AND t."state" = 'running' AND NOT t."cancel_requested"
+      AND t."state" = (SELECT 'running'::text) AND NOT t."cancel_requested"
     RETURNING t."id", t."worker"
 ), cancelled AS (
     UPDATE "skipjack"."demo" AS t
@@ -136,7 +136,7 @@ WITH owned AS (
         )
     WHERE t."id" = ANY(ARRAY(SELECT unnest(sqlc.arg(ids)::bigint[]) EXCEPT ALL SELECT "id" FROM completed))
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
-      AND t."state" = 'running' AND t."cancel_requested"
+      AND t."state" = (SELECT 'running'::text) AND t."cancel_requested"
     RETURNING t."id", t."worker"
 ), counted AS (
     INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed", "failed", "waits")
@@ -158,10 +158,10 @@ UNION ALL
 SELECT "id", now()::timestamptz AS at FROM cancelled;
 
 -- name: CompleteOne :execrows
--- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job.
+-- CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job. Like Complete, it compares the state with (SELECT 'running'), so its plan reads the primary key whatever the table's statistics say.
 WITH done AS (
     DELETE FROM "skipjack"."demo"
-    WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = 'running' AND NOT "cancel_requested"
+    WHERE "id" = sqlc.arg(id) AND "claim" = sqlc.arg(claim) AND "state" = (SELECT 'running'::text) AND NOT "cancel_requested"
     RETURNING "id"
 )
 INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed")
@@ -293,7 +293,7 @@ WHERE t."id" = ANY(ARRAY(SELECT "id" FROM locked));
 WITH orphaned AS (
     SELECT j."id"
     FROM "skipjack"."demo" AS j
-    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+    WHERE j."lease_expires_at" < now() AND j."state" = (SELECT 'running'::text)
       AND j."worker" = sqlc.arg(worker)::text AND j."id" <> ALL(sqlc.arg(held)::bigint[])
     ORDER BY j."lease_expires_at"
     LIMIT sqlc.arg(max)
@@ -318,7 +318,7 @@ WITH lapsed AS (
     SELECT j."id", w."stopped_at" IS NULL AS crashed
     FROM "skipjack"."demo" AS j
     LEFT JOIN "skipjack"."_skipjack_workers" AS w ON w."id" = j."worker"
-    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+    WHERE j."lease_expires_at" < now() AND j."state" = (SELECT 'running'::text)
       AND (w."id" IS NULL OR w."expires_at" < now())
     ORDER BY j."lease_expires_at"
     LIMIT sqlc.arg(max)
@@ -385,7 +385,7 @@ WHERE "id" = ANY(ARRAY(
 SELECT
     (SELECT count(*) FROM "skipjack"."demo" WHERE "state" = 'pending' AND "run_at" <= now()) AS pending,
     (SELECT count(*) FROM "skipjack"."demo" WHERE "state" = 'pending' AND "run_at" > now()) AS scheduled,
-    (SELECT count(*) FROM "skipjack"."demo" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running') AS running,
+    (SELECT count(*) FROM "skipjack"."demo" WHERE "lease_expires_at" IS NOT NULL AND "state" = (SELECT 'running'::text)) AS running,
     (SELECT count(*) FROM (SELECT 1 FROM "skipjack"."demo" WHERE "state" = 'completed' LIMIT 100000) AS c) AS completed,
     (SELECT count(*) FROM (SELECT 1 FROM "skipjack"."demo" WHERE "state" = 'failed' LIMIT 100000) AS f) AS failed,
     (now() - coalesce((

@@ -319,7 +319,7 @@ WITH owned AS (
     SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
     WHERE t."id" = ANY($1::bigint[])
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
-      AND t."state" = 'running' AND NOT t."cancel_requested"
+      AND t."state" = (SELECT 'running'::text) AND NOT t."cancel_requested"
     RETURNING t."id", t."worker"
 ), cancelled AS (
     UPDATE "skipjack"."tock" AS t
@@ -332,7 +332,7 @@ WITH owned AS (
         )
     WHERE t."id" = ANY(ARRAY(SELECT unnest($1::bigint[]) EXCEPT ALL SELECT "id" FROM completed))
       AND t."claim" = ((SELECT "claims" FROM owned) ->> t."id"::text)::integer
-      AND t."state" = 'running' AND t."cancel_requested"
+      AND t."state" = (SELECT 'running'::text) AND t."cancel_requested"
     RETURNING t."id", t."worker"
 ), counted AS (
     INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed", "failed", "waits")
@@ -360,7 +360,7 @@ type CompleteRow struct {
 	At time.Time
 }
 
-// Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, adding waits (the histogram of how long the batch's jobs waited from run_at until their handlers started, which the runtime computes) to it; each row carries the database clock, from which the runtime learns the skew of its own.
+// Complete acknowledges the jobs that the given claims still own, in one pass over the primary key that visits and locks rows in id order; each row's claim is looked up in an object built once per statement, so no row is locked before it is written. A job an operator cancelled while it ran ends failed "cancelled" instead, whatever its handler returned. The same statement counts what it acknowledged in the counts table, in the row of this worker and minute, adding waits (the histogram of how long the batch's jobs waited from run_at until their handlers started, which the runtime computes) to it; each row carries the database clock, from which the runtime learns the skew of its own. It compares the state with (SELECT 'running'), which no partial index's predicate matches, so its plan reads the primary key whatever the table's statistics say.
 func (q *Queries) Complete(ctx context.Context, ids []int64, claims []int32, waits []int64) ([]CompleteRow, error) {
 	rows, err := q.db.Query(ctx, complete, ids, claims, waits)
 	if err != nil {
@@ -410,7 +410,7 @@ const completeOne = `-- name: CompleteOne :execrows
 WITH done AS (
     UPDATE "skipjack"."tock"
     SET "state" = 'completed', "finished_at" = now(), "lease_expires_at" = NULL
-    WHERE "id" = $1 AND "claim" = $2 AND "state" = 'running' AND NOT "cancel_requested"
+    WHERE "id" = $1 AND "claim" = $2 AND "state" = (SELECT 'running'::text) AND NOT "cancel_requested"
     RETURNING "id"
 )
 INSERT INTO "skipjack"."_skipjack_counts" AS k ("queue", "minute", "worker", "completed")
@@ -420,7 +420,7 @@ HAVING count(*) > 0
 ON CONFLICT ("queue", "minute", "worker") DO UPDATE SET "completed" = k."completed" + EXCLUDED."completed"
 `
 
-// CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job.
+// CompleteOne acknowledges one job inside the caller's transaction if the claim still owns it and no operator cancelled it, and counts it in the counts table, in a row of this database session, which no other open transaction can hold: the statement affects one row (the count) exactly when it acknowledged the job. Like Complete, it compares the state with (SELECT 'running'), so its plan reads the primary key whatever the table's statistics say.
 func (q *Queries) CompleteOne(ctx context.Context, iD int64, claim int32) (int64, error) {
 	result, err := q.db.Exec(ctx, completeOne, iD, claim)
 	if err != nil {
@@ -724,7 +724,7 @@ const giveBack = `-- name: GiveBack :execrows
 WITH orphaned AS (
     SELECT j."id"
     FROM "skipjack"."tock" AS j
-    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+    WHERE j."lease_expires_at" < now() AND j."state" = (SELECT 'running'::text)
       AND j."worker" = $1::text AND j."id" <> ALL($2::bigint[])
     ORDER BY j."lease_expires_at"
     LIMIT $3
@@ -772,7 +772,7 @@ func (q *Queries) Gone(ctx context.Context, worker string) error {
 const headroom = `-- name: Headroom :one
 SELECT
     EXISTS (SELECT FROM "skipjack"."tock" WHERE "state" = 'pending' AND "run_at" <= now()) AS due,
-    (SELECT count(*) FROM "skipjack"."tock" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running')::integer AS claimed,
+    (SELECT count(*) FROM "skipjack"."tock" WHERE "lease_expires_at" IS NOT NULL AND "state" = (SELECT 'running'::text))::integer AS claimed,
     0::bigint AS rate_wait_ms
 `
 
@@ -1105,7 +1105,7 @@ WITH lapsed AS (
     SELECT j."id", w."stopped_at" IS NULL AS crashed
     FROM "skipjack"."tock" AS j
     LEFT JOIN "skipjack"."_skipjack_workers" AS w ON w."id" = j."worker"
-    WHERE j."lease_expires_at" < now() AND j."state" = 'running'
+    WHERE j."lease_expires_at" < now() AND j."state" = (SELECT 'running'::text)
       AND (w."id" IS NULL OR w."expires_at" < now())
     ORDER BY j."lease_expires_at"
     LIMIT $1
@@ -1265,7 +1265,7 @@ const stats = `-- name: Stats :one
 SELECT
     (SELECT count(*) FROM "skipjack"."tock" WHERE "state" = 'pending' AND "run_at" <= now()) AS pending,
     (SELECT count(*) FROM "skipjack"."tock" WHERE "state" = 'pending' AND "run_at" > now()) AS scheduled,
-    (SELECT count(*) FROM "skipjack"."tock" WHERE "lease_expires_at" IS NOT NULL AND "state" = 'running') AS running,
+    (SELECT count(*) FROM "skipjack"."tock" WHERE "lease_expires_at" IS NOT NULL AND "state" = (SELECT 'running'::text)) AS running,
     (SELECT count(*) FROM (SELECT 1 FROM "skipjack"."tock" WHERE "state" = 'completed' LIMIT 100000) AS c) AS completed,
     (SELECT count(*) FROM (SELECT 1 FROM "skipjack"."tock" WHERE "state" = 'failed' LIMIT 100000) AS f) AS failed,
     (now() - coalesce((
