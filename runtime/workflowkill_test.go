@@ -300,9 +300,8 @@ func TestWorkflowDiamondsSurviveSIGKILL(t *testing.T) {
 // every step's effect lands exactly once, after its upstream steps', and
 // every workflow completes.
 //
-// Not parallel: its four processes hold up to 4×22 connections (80 were
-// measured with larger child pools), which fit a server of 100 only alone;
-// see maxParallel.
+// Not parallel: its four processes hold up to 4×22 connections (78 to 82
+// measured), which fit a server of 100 only alone; see maxParallel.
 func TestWorkflowDiamondsFourProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("child processes")
