@@ -190,7 +190,7 @@ feature_mutants=(
   "dashboard-retry-does-cancel :: ../dashboard/actions.go :: s/return q.Retry(ctx, ids...)/return q.Cancel(ctx, ids...)/ :: TestPostgresActions|TestPostgresBulkRetry :: ../dashboard"
   "dashboard-no-host-check :: ../dashboard/dashboard.go :: s/if !h.hosts.allows(r.Host) {/if false \&\& !h.hosts.allows(r.Host) {/ :: TestPostgresDNSRebinding|TestHostCheck :: ../dashboard"
   "dashboard-any-name-allowed :: ../dashboard/host.go :: s/^\treturn err == nil$/\treturn true/ :: TestHostCheck$ :: ../dashboard"
-  "crowd-never-seen :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return false/ :: TestCrowd :: ./skipjackimpl"
+  "crowd-never-seen :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return false \&\& 4*taken < 3*(hi-lo+1)/ :: TestCrowd :: ./skipjackimpl"
   "crowd-misses-one-other :: skipjackimpl/fetch.go :: s/return 4\*taken < 3\*(hi-lo+1)/return 2*taken < hi-lo+1/ :: TestCrowd :: ./skipjackimpl"
   "claim-not-steered :: skipjackimpl/claimer.go :: s/} else if c.steered != nil {/} else if false \&\& c.steered != nil {/ :: TestClaimPlanIgnoresStaleStatistics :: ."
   "crowded-claims-never-take-turns :: skipjackimpl/fetch.go :: s/inTurn := crowded \&\& ids.takeTurns(r.cfg.BatchSize)/inTurn := false/ :: TestCrowdedClaimsTakeTurns :: ."

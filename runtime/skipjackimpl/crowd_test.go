@@ -41,6 +41,21 @@ func TestCrowd(t *testing.T) {
 	}
 }
 
+// claimRounds adds to c the claims of 3×crowdWindow rounds in which this
+// worker takes mine chunks of 1,000 ids, gaps of each chunk's ids not taken
+// (jobs not due yet), then other processes take others chunks; it passes
+// what each add reported to seen.
+func claimRounds(c *crowd, mine, others, gaps int64, seen func(crowded bool)) {
+	next := int64(1)
+	for range 3 * crowdWindow {
+		for range mine {
+			seen(c.add(claimResult{n: int(1000 - gaps), minID: next, maxID: next + 999}))
+			next += 1000
+		}
+		next += 1000 * others
+	}
+}
+
 // TestCrowdSeesOneOtherProcess: the crowd signal for the ids a worker's
 // last claims took, beside zero, one or more other processes that claim
 // chunks of the same size. One other process must count: its claims walk
@@ -73,18 +88,12 @@ func TestCrowdSeesOneOtherProcess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var c crowd
-			next := int64(1)
 			var seen []bool // what each claim after the first full window showed
-			for range 3 * crowdWindow {
-				for range tt.mine {
-					crowded := c.add(claimResult{n: int(1000 - tt.gaps), minID: next, maxID: next + 999})
-					next += 1000
-					if c.next > crowdWindow {
-						seen = append(seen, crowded)
-					}
+			claimRounds(&c, tt.mine, tt.others, tt.gaps, func(crowded bool) {
+				if c.next > crowdWindow {
+					seen = append(seen, crowded)
 				}
-				next += 1000 * tt.others
-			}
+			})
 			for i := 0; i+crowdWindow <= len(seen); i++ {
 				window := seen[i : i+crowdWindow]
 				if got := slices.Contains(window, true); got != tt.want {
@@ -135,14 +144,7 @@ func TestCrowdCountsClaimers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var c crowd
-			next := int64(1)
-			for range 3 * crowdWindow {
-				for range tt.mine {
-					c.add(claimResult{n: int(1000 - tt.gaps), minID: next, maxID: next + 999})
-					next += 1000
-				}
-				next += 1000 * tt.others
-			}
+			claimRounds(&c, tt.mine, tt.others, tt.gaps, func(bool) {})
 			if got := c.claimers(); got != tt.want {
 				t.Errorf("claimers() = %d, want %d", got, tt.want)
 			}

@@ -107,9 +107,6 @@ const turnPause = 15 * time.Second
 type crowd struct {
 	last [crowdWindow]claimResult
 	next int
-	// others is how many other claimers the last claims show, as of the
-	// last add (see claimers).
-	others float64
 }
 
 // add records a claim that took jobs and reports whether the last claims
@@ -122,18 +119,22 @@ type crowd struct {
 func (c *crowd) add(res claimResult) bool {
 	c.last[c.next%crowdWindow] = res
 	c.next++
-	var taken, lo, hi int64
-	for i, r := range c.last[:min(c.next, crowdWindow)] {
+	_, taken, lo, hi := c.window()
+	return 4*taken < 3*(hi-lo+1)
+}
+
+// window returns how many claims the window holds, how many ids they took,
+// and the lowest and highest of those ids.
+func (c *crowd) window() (n int, taken, lo, hi int64) {
+	n = min(c.next, crowdWindow)
+	for i, r := range c.last[:n] {
 		taken += int64(r.n)
 		if i == 0 || r.minID < lo {
 			lo = r.minID
 		}
 		hi = max(hi, r.maxID)
 	}
-	if n := min(c.next, crowdWindow); n > 1 && taken > 0 {
-		c.others = float64(hi-lo+1-taken) / float64(taken) * float64(n) / float64(n-1)
-	}
-	return 4*taken < 3*(hi-lo+1)
+	return n, taken, lo, hi
 }
 
 // full reports whether crowdWindow claims have been recorded.
@@ -146,7 +147,12 @@ func (c *crowd) full() bool { return c.next >= crowdWindow }
 // others that claim more or less, make it an estimate; turnMinCrowd is far
 // from 1 and 2.
 func (c *crowd) claimers() int {
-	return 1 + int(c.others+0.5)
+	n, taken, lo, hi := c.window()
+	if n < 2 || taken == 0 {
+		return 1
+	}
+	others := float64(hi-lo+1-taken) / float64(taken) * float64(n) / float64(n-1)
+	return 1 + int(others+0.5)
 }
 
 // takeTurns reports whether the claims of a crowded worker that claims up
