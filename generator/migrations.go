@@ -311,8 +311,8 @@ func diffState(cfg *config.Config, last *state, want state) (units []unit, name 
 	wfShared, wfSteps, wfChanges := workflowSteps(cfg.Schema, last, want, prev)
 	steps = append(steps, wfSteps...)
 	changes = append(changes, wfChanges...)
-	// The per-schema tables of layouts 4 (workers) and 5 (queues, counts) come
-	// first: new tables, which nothing reads or locks yet.
+	// The per-schema tables of layouts 4 (workers), 5 (queues, counts) and 6
+	// (busy keys) come first: new tables, which nothing reads or locks yet.
 	var shared []tableStep
 	for _, t := range schemaTables {
 		if layoutAtLeast(want.Tables, t.layout) && !layoutAtLeast(last.Tables, t.layout) {
@@ -358,6 +358,7 @@ var schemaTables = []struct {
 	{4, "add_workers", schema.CreateWorkers, schema.DropWorkers},
 	{5, "add_queues", schema.CreateQueues, schema.DropQueues},
 	{5, "add_counts", schema.CreateCounts, schema.DropCounts},
+	{6, "add_busy", schema.CreateBusy, schema.DropBusy},
 }
 
 // layoutAtLeast reports whether any of tables is of the given layout or

@@ -123,6 +123,8 @@ func queriesOf(t schema.Table, q *config.Queue) queries.Queue {
 	}
 	if t.Serial != nil {
 		qq.SerialSame = t.Serial.SameKey("o", "c")
+		qq.SerialKeys = t.Serial.Keys
+		qq.Busy = schema.Busy(t.Schema)
 		qq.SerialTurns = t.Serial.Expanding
 	}
 	if l := q.Limits; l != nil {

@@ -71,6 +71,11 @@ type Queue struct {
 	// same serial key, or "" for a queue without one: a claim then skips
 	// jobs behind a running or earlier job of their key.
 	SerialSame string
+	// SerialKeys are the payload keys that make up the serial key.
+	SerialKeys []string
+	// Busy is the quoted, schema-qualified busy keys table, where the
+	// insert trigger of a serial queue records its keys with a deep queue.
+	Busy string
 	// SerialTurns makes the claims of a queue with a serial key take turns
 	// under Admit's lock, which keeps the key exact while the unique index
 	// of running keys is not built (schema.Serial.Expanding).
@@ -115,6 +120,17 @@ func (q Queue) Limited() bool { return q.Concurrency > 0 || q.RateCount > 0 || q
 // KeyOf returns the SQL expression of the per-key limit's key of the row
 // aliased alias.
 func (q Queue) KeyOf(alias string) string { return schema.KeyValue(alias, q.PerKeyKeys) }
+
+// SerialKey returns the SQL expression of the serial key of the row
+// aliased alias, as the busy keys table records it.
+func (q Queue) SerialKey(alias string) string { return schema.KeyValue(alias, q.SerialKeys) }
+
+// SerialMatch returns the SQL condition that the row aliased alias has
+// the serial key given as the jsonb expression key (as SerialKey renders
+// it), written on the serial index's expressions.
+func (q Queue) SerialMatch(alias, key string) string {
+	return schema.KeyValueMatch(alias, q.SerialKeys, key)
+}
 
 // TakesTurns reports whether the queue's claims take turns under Admit's
 // lock: a limited queue's, and a serial queue's while its unique index of

@@ -143,6 +143,13 @@ func AlterSteps(from, to Table) ([]Step, error) {
 	if !sameSerial(from.Serial, to.Serial) {
 		steps = append(steps, serialSteps(from, to)...)
 	}
+	if !sameSerialKeys(from.Serial, to.Serial) || (from.Serial != nil && (layoutOf(from) >= 6) != (layoutOf(to) >= 6)) {
+		busy, err := busySteps(from, to)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, busy...)
+	}
 	if from.Scheduled != to.Scheduled {
 		full, err := CreateTable(Table{Schema: to.Schema, Name: to.Name, Scheduled: true, MaxAttempts: 1})
 		if err != nil {
@@ -193,6 +200,63 @@ func storageStmts(from, to Table) []string {
 		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s SET (%s);", name, strings.Join(set, ", ")))
 	}
 	return stmts
+}
+
+// busyDDL returns the statements that give serial queue t the insert
+// trigger recording its busy keys, replacing the one of an earlier key,
+// and forget the keys recorded under an earlier key.
+func busyDDL(t Table) ([]string, error) {
+	d := t.data(true)
+	s, err := render("busy", d)
+	if err != nil {
+		return nil, err
+	}
+	end := strings.Index(s, "$$;") + len("$$;")
+	return []string{
+		strings.TrimSpace(s[:end]),
+		fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", d.BusyTrigger, d.Table),
+		strings.TrimSpace(s[end:]),
+		fmt.Sprintf(`DELETE FROM %s WHERE "queue" = %s;`, d.BusyTable, d.QueueLiteral),
+	}, nil
+}
+
+// busyDrop returns the statements that remove serial queue t's busy keys
+// trigger and the keys it recorded.
+func busyDrop(t Table) []string {
+	d := t.data(true)
+	return []string{
+		fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", d.BusyTrigger, d.Table),
+		fmt.Sprintf("DROP FUNCTION IF EXISTS %s();", d.BusyFunc),
+		fmt.Sprintf(`DELETE FROM %s WHERE "queue" = %s;`, d.BusyTable, d.QueueLiteral),
+	}
+}
+
+// busySteps returns the step that moves the busy keys trigger of from (a
+// serial queue of layout 6 or later, or not) to that of to.
+func busySteps(from, to Table) ([]Step, error) {
+	has := func(t Table) bool { return t.Serial != nil && layoutOf(t) >= 6 }
+	var up, down []string
+	var err error
+	switch {
+	case has(to):
+		if up, err = busyDDL(to); err != nil {
+			return nil, err
+		}
+	case has(from):
+		up = busyDrop(from)
+	}
+	switch {
+	case has(from):
+		if down, err = busyDDL(from); err != nil {
+			return nil, err
+		}
+	case has(to):
+		down = busyDrop(to)
+	}
+	if len(up) == 0 {
+		return nil, nil
+	}
+	return []Step{{Up: up, Down: down}}, nil
 }
 
 // notifyDDL returns the notify function and trigger of t.
@@ -334,8 +398,10 @@ func layoutOf(t Table) int { return max(t.Layout, 1) }
 
 // alterLayout returns the steps that move a table between layouts 1, 2 and
 // 3, in either direction: a downgrade is the inverse of the upgrade. Layout
-// 4's workers table and layout 5's queues table are one per schema, not per
-// table: the migration creates or drops them once (generator/migrations.go).
+// 4's workers table, layout 5's queues and counts tables and layout 6's busy
+// keys table are one per schema, not per table: the migration creates or
+// drops them once (generator/migrations.go); layout 6's trigger of a serial
+// queue comes with the serial key's steps (busySteps).
 func alterLayout(from, to Table) ([]Step, error) {
 	if layoutOf(from) > layoutOf(to) {
 		up, err := upgradeLayout(to, from)
@@ -445,6 +511,15 @@ func serialSteps(from, to Table) []Step {
 		}
 	}
 	return steps
+}
+
+// sameSerialKeys reports whether two serial keys are made of the same
+// payload keys (either expanding or not).
+func sameSerialKeys(a, b *Serial) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Keys, b.Keys)
 }
 
 // sameUnique reports whether two unique keys are the same.

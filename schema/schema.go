@@ -85,7 +85,46 @@ type Serial struct {
 // (see QueuesTable), and the schema's counts table, where the statements
 // that acknowledge and resolve jobs record per-minute activity (see
 // CountsTable).
-const CurrentLayout = 5
+//
+// Layout 6 added the schema's busy keys table, where the insert trigger of
+// a serial queue records the keys with a deep queue of waiting jobs, so
+// that a claim looks up those keys' first jobs instead of reading past
+// every job queued behind them (see BusyTable).
+const CurrentLayout = 6
+
+// BusyDepth is how many earlier jobs of its serial key must be pending or
+// running when a job is inserted for its key to be recorded as busy. Below
+// it, a claim reads past the key's waiting jobs, a probe each (cheaper
+// than looking the key's first job up at every claim); above it, a claim
+// looks the key's first job up and never reads the rest.
+const BusyDepth = 16
+
+// BusyTable is the unquoted name of the table, one per schema, that holds
+// the busy keys of serial queues: keys with at least BusyDepth jobs queued
+// behind their first one when a job of theirs was inserted. A claim of a
+// serial queue looks up the first job of each of its busy keys and skips
+// every other job of those keys, so a key with thousands of queued jobs
+// costs each claim one lookup instead of a probe per job. The table is a
+// hint, right in both directions: a key missing from it is read past as
+// before, and a key listed without waiting jobs costs one lookup until a
+// claim finds it empty and removes it.
+const BusyTable = "_skipjack_busy"
+
+// Busy is the quoted, schema-qualified name of the busy keys table of
+// schema.
+func Busy(schema string) string { return QuoteIdent(schema) + "." + QuoteIdent(BusyTable) }
+
+// CreateBusy returns the DDL of the busy keys table of schema. Migrations
+// hold it once (not once per queue); CreateTable adds it to each queue's
+// table, since sqlc needs it to check the queries that use it.
+func CreateBusy(schema string) string {
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n    \"queue\" text NOT NULL,\n    \"key\" jsonb NOT NULL,\n    PRIMARY KEY (\"queue\", \"key\")\n);\n", Busy(schema))
+}
+
+// DropBusy returns the DDL that drops the busy keys table of schema.
+func DropBusy(schema string) string {
+	return fmt.Sprintf("DROP TABLE IF EXISTS %s;\n", Busy(schema))
+}
 
 // Unique is the unique key of a queue's jobs.
 type Unique struct {
@@ -234,7 +273,10 @@ type tableData struct {
 	CompletedIndex, FailedIndex, RunningCheck          string
 	UniqueIndex, UniqueExprs, UniqueStates, Slots      string
 	SerialIndex, SerialRunningIndex, SerialExprs       string
-	WorkersDDL, QueuesDDL, CountsDDL                   string
+	WorkersDDL, QueuesDDL, CountsDDL, BusyDDL          string
+	BusyFunc, BusyTrigger, BusyTable, QueueLiteral     string
+	BusyDepth                                          int
+	BusyKey, BusySame                                  string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
 	Priority, Indexes                                  bool
@@ -254,6 +296,7 @@ func (t Table) data(indexes bool) tableData {
 		WorkersDDL:     CreateWorkers(t.Schema),
 		QueuesDDL:      CreateQueues(t.Schema),
 		CountsDDL:      CreateCounts(t.Schema),
+		BusyDDL:        CreateBusy(t.Schema),
 		MaxAttempts:    t.MaxAttempts,
 		Priority:       t.Priority,
 		Indexes:        indexes,
@@ -275,6 +318,13 @@ func (t Table) data(indexes bool) tableData {
 			d.SerialRunningIndex = QuoteIdent(t.Name + "_serial_running_idx")
 		}
 		d.SerialExprs = keyExprs(t.Serial.Keys)
+		d.BusyFunc = QuoteIdent(t.Schema) + "." + QuoteIdent(t.Name+"_busy")
+		d.BusyTrigger = QuoteIdent(t.Name + "_busy")
+		d.BusyTable = Busy(t.Schema)
+		d.QueueLiteral = QuoteLiteral(t.Name)
+		d.BusyDepth = BusyDepth
+		d.BusyKey = KeyValue("n", t.Serial.Keys)
+		d.BusySame = t.Serial.SameKey("o", "n")
 	}
 	if t.Scheduled {
 		d.Slots = QuoteIdent(t.Schema) + "." + QuoteIdent(SlotsTable)
@@ -330,6 +380,22 @@ func KeyValue(alias string, keys []string) string {
 		return parts[0]
 	}
 	return "jsonb_build_array(" + strings.Join(parts, ", ") + ")"
+}
+
+// KeyValueMatch returns the SQL condition that the row aliased alias has
+// the key made of payload keys that KeyValue renders as the jsonb
+// expression value: one comparison per payload key, as an index on the
+// key's expressions (keyExprs) reads it.
+func KeyValueMatch(alias string, keys []string, value string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := value
+		if len(keys) > 1 {
+			v = fmt.Sprintf("(%s -> %d)", value, i)
+		}
+		parts[i] = fmt.Sprintf(`coalesce(%s."payload" -> %s, 'null'::jsonb) = %s`, alias, QuoteLiteral(k), v)
+	}
+	return strings.Join(parts, " AND ")
 }
 
 // statesSQL returns the quoted list of the key's states.
@@ -401,6 +467,9 @@ func Drop(t Table) string {
 	fmt.Fprintf(&b, "DROP TABLE IF EXISTS %s;\n", t.QualifiedName())
 	if t.Notify {
 		fmt.Fprintf(&b, "\nDROP FUNCTION IF EXISTS %s.%s();\n", QuoteIdent(t.Schema), QuoteIdent(t.Name+"_notify"))
+	}
+	if t.Serial != nil && layoutOf(t) >= 6 {
+		fmt.Fprintf(&b, "\nDROP FUNCTION IF EXISTS %s.%s();\n", QuoteIdent(t.Schema), QuoteIdent(t.Name+"_busy"))
 	}
 	return b.String()
 }

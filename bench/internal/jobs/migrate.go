@@ -589,4 +589,51 @@ CREATE TRIGGER "perkey_notify" AFTER INSERT ON "skipjack"."perkey"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."perkey_notify"();
 `,
 	},
+	{
+		Version: 8,
+		Name:    "0008_skipjack_update",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);
+
+CREATE OR REPLACE FUNCTION "skipjack"."keyed_busy"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- A key is busy once 16 earlier jobs of it are pending or
+    -- running: claims then look its first job up instead of reading past
+    -- its queue. The last job inserted of each key stands for the others.
+    INSERT INTO "skipjack"."_skipjack_busy" ("queue", "key")
+    SELECT 'keyed', n."key"
+    FROM (
+        SELECT DISTINCT ON (1) coalesce(n."payload" -> 'n', 'null'::jsonb) AS "key", n."id", n."payload"
+        FROM "inserted" AS n
+        ORDER BY 1, n."id" DESC
+    ) AS n
+    WHERE NOT EXISTS (SELECT FROM "skipjack"."_skipjack_busy" AS b WHERE b."queue" = 'keyed' AND b."key" = n."key")
+      AND (
+          SELECT count(*) FROM (
+              SELECT FROM "skipjack"."keyed" AS o
+              WHERE coalesce(o."payload" -> 'n', 'null'::jsonb) = coalesce(n."payload" -> 'n', 'null'::jsonb) AND o."state" IN ('pending', 'running') AND o."id" < n."id"
+              ORDER BY o."id" DESC
+              LIMIT 16
+          ) AS e
+      ) >= 16
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS "keyed_busy" ON "skipjack"."keyed";
+
+CREATE TRIGGER "keyed_busy" AFTER INSERT ON "skipjack"."keyed"
+    REFERENCING NEW TABLE AS "inserted" FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."keyed_busy"();
+
+DELETE FROM "skipjack"."_skipjack_busy" WHERE "queue" = 'keyed';
+`,
+	},
 }

@@ -360,4 +360,18 @@ CREATE TRIGGER "_skipjack_workflow_hold" BEFORE UPDATE OF "run_at" ON "skipjack"
     EXECUTE FUNCTION "skipjack"."_skipjack_workflow_hold"();
 `,
 	},
+	{
+		Version: 7,
+		Name:    "0007_skipjack_add_busy",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);
+`,
+	},
 }

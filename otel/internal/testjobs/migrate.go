@@ -117,4 +117,18 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
 );
 `,
 	},
+	{
+		Version: 4,
+		Name:    "0004_skipjack_add_busy",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack";
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);
+`,
+	},
 }

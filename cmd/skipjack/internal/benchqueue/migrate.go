@@ -101,4 +101,18 @@ CREATE TRIGGER "probe_notify" AFTER INSERT ON "skipjack_bench"."probe"
     FOR EACH STATEMENT EXECUTE FUNCTION "skipjack_bench"."probe_notify"();
 `,
 	},
+	{
+		Version: 2,
+		Name:    "0002_skipjack_add_busy",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "skipjack_bench";
+
+CREATE TABLE IF NOT EXISTS "skipjack_bench"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);
+`,
+	},
 }

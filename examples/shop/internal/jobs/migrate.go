@@ -375,4 +375,18 @@ CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_counts" (
 );
 `,
 	},
+	{
+		Version: 22,
+		Name:    "0022_skipjack_add_busy",
+		Up: `SET LOCAL lock_timeout = '100ms';
+
+CREATE SCHEMA IF NOT EXISTS "shop_jobs";
+
+CREATE TABLE IF NOT EXISTS "shop_jobs"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);
+`,
+	},
 }

@@ -26,6 +26,12 @@ type SkipjackPaced struct {
 	Trace           []byte
 }
 
+// SkipjackSkipjackBusy is a row of the queue table.
+type SkipjackSkipjackBusy struct {
+	Queue string
+	Key   []byte
+}
+
 // SkipjackSkipjackCount is a row of the queue table.
 type SkipjackSkipjackCount struct {
 	Queue     string

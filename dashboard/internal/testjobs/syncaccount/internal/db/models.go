@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// SkipjackSkipjackBusy is a row of the queue table.
+type SkipjackSkipjackBusy struct {
+	Queue string
+	Key   []byte
+}
+
 // SkipjackSkipjackCount is a row of the queue table.
 type SkipjackSkipjackCount struct {
 	Queue     string

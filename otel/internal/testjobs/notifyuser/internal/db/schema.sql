@@ -46,3 +46,9 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     "waits" bigint[] NOT NULL DEFAULT array_fill(0::bigint, ARRAY[21]),
     PRIMARY KEY ("queue", "minute", "worker")
 );
+
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);

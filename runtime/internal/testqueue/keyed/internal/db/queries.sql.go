@@ -50,10 +50,10 @@ func (q *Queries) Activity(ctx context.Context, since time.Time) ([]ActivityRow,
 }
 
 const admit = `-- name: Admit :exec
-SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('idle_in_transaction_session_timeout', $1::text, true), set_config('tcp_user_timeout', $1::text, true)
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true), set_config('jit', 'off', true), set_config('idle_in_transaction_session_timeout', $1::text, true), set_config('tcp_user_timeout', $1::text, true)
 `
 
-// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; and it has the server end the session if its client falls silent inside the transaction, or leaves the claim's rows unread, for longer than client_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the jobs it claimed, for as long as the client stays stopped.
+// Admit prepares the transaction in which a queue with limits or a serial key claims: it steers the planner, for this transaction only, to the index scans the claim is written for, whatever the table's statistics say (autovacuum may not have analyzed it yet): a sequential or bitmap scan would read every pending job, and every job behind it for its key, to pick a few; it turns JIT compilation off, which the cost the planner gives the merge of the serial claim's two branches' small sort (with sorts steered away from) would otherwise buy at every claim, for longer than the claim takes; and it has the server end the session if its client falls silent inside the transaction, or leaves the claim's rows unread, for longer than client_timeout (a duration such as 2000ms). A client that stopped (a frozen process, a paused VM) keeps its connection healthy, so without that the transaction would hold the jobs it claimed, for as long as the client stays stopped.
 func (q *Queries) Admit(ctx context.Context, clientTimeout string) error {
 	_, err := q.db.Exec(ctx, admit, clientTimeout)
 	return err
@@ -84,10 +84,36 @@ func (q *Queries) Cancel(ctx context.Context, ids []int64) (int64, error) {
 }
 
 const claim = `-- name: Claim :many
-WITH picked AS (
-    SELECT c."id" FROM "skipjack"."keyed" AS c
+WITH busy AS MATERIALIZED (
+    -- The queue's busy keys, each with its first pending or running job.
+    SELECT b."key", h."id", h."state", h."run_at", h."priority"
+    FROM "skipjack"."_skipjack_busy" AS b
+    LEFT JOIN LATERAL (
+        SELECT o."id", o."state", o."run_at", o."priority" FROM "skipjack"."keyed" AS o
+        WHERE coalesce(o."payload" -> 'account', 'null'::jsonb) = b."key" AND o."state" IN ('pending', 'running')
+        ORDER BY o."id"
+        LIMIT 1
+    ) AS h ON true
+    WHERE b."queue" = 'keyed'
+), gone AS (
+    -- A key with no job left is busy no more (a key another claim is
+    -- removing is left to it).
+    DELETE FROM "skipjack"."_skipjack_busy" AS g
+    WHERE g.ctid = ANY(ARRAY(
+        SELECT x.ctid FROM "skipjack"."_skipjack_busy" AS x
+        WHERE x."queue" = 'keyed' AND x."key" IN (SELECT "key" FROM busy WHERE "id" IS NULL)
+        FOR UPDATE SKIP LOCKED
+    ))
+), picked AS (
+    -- The jobs of the queue's busy keys are left to the second branch,
+    -- which takes the first job of each: the first never reads past
+    -- their queues.
+    SELECT u."id" FROM (
+        SELECT id, sort_run_at FROM (
+    SELECT c."id", c."run_at" AS "sort_run_at" FROM "skipjack"."keyed" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'keyed' AND "paused_at" IS NOT NULL)
+      AND coalesce(c."payload" -> 'account', 'null'::jsonb) NOT IN (SELECT "key" FROM busy)
       AND (
           -- A probe per candidate (a scalar subquery is never turned into
           -- an anti join over every job of the table).
@@ -99,6 +125,23 @@ WITH picked AS (
     ORDER BY c."run_at", c."id"
     LIMIT $3
     FOR NO KEY UPDATE SKIP LOCKED
+        ) AS a
+        UNION ALL
+        SELECT id, sort_run_at FROM (
+    SELECT c."id", c."run_at" AS "sort_run_at" FROM "skipjack"."keyed" AS c
+    WHERE c."id" = ANY(ARRAY(
+        SELECT h."id" FROM busy AS h
+        WHERE h."state" = 'pending' AND h."run_at" <= now()
+        ORDER BY h."run_at", h."id"
+        LIMIT $3
+    ))
+      AND c."state" = 'pending' AND c."run_at" <= now()
+      AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'keyed' AND "paused_at" IS NOT NULL)
+    FOR NO KEY UPDATE OF c SKIP LOCKED
+        ) AS b
+    ) AS u
+    ORDER BY u."sort_run_at", u."id"
+    LIMIT $3
 )
 UPDATE "skipjack"."keyed" AS j
 SET "state" = 'running',

@@ -47,6 +47,12 @@ CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_counts" (
     PRIMARY KEY ("queue", "minute", "worker")
 );
 
+CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_busy" (
+    "queue" text NOT NULL,
+    "key" jsonb NOT NULL,
+    PRIMARY KEY ("queue", "key")
+);
+
 
 CREATE TABLE IF NOT EXISTS "skipjack"."_skipjack_slots" (
     "queue" text NOT NULL,

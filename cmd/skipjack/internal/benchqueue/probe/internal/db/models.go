@@ -26,6 +26,12 @@ type SkipjackBenchProbe struct {
 	Trace           []byte
 }
 
+// SkipjackBenchSkipjackBusy is a row of the queue table.
+type SkipjackBenchSkipjackBusy struct {
+	Queue string
+	Key   []byte
+}
+
 // SkipjackBenchSkipjackCount is a row of the queue table.
 type SkipjackBenchSkipjackCount struct {
 	Queue     string

@@ -26,6 +26,12 @@ type ShopJobsResizeImage struct {
 	Trace           []byte
 }
 
+// ShopJobsSkipjackBusy is a row of the queue table.
+type ShopJobsSkipjackBusy struct {
+	Queue string
+	Key   []byte
+}
+
 // ShopJobsSkipjackCount is a row of the queue table.
 type ShopJobsSkipjackCount struct {
 	Queue     string
