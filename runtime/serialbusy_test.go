@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	skipjack "github.com/skipjack-dev/skipjack/runtime"
 	"github.com/skipjack-dev/skipjack/runtime/internal/testqueue/keyed"
@@ -26,11 +27,13 @@ const busyAccount = -1
 // with the key's jobs ahead); with the key recorded as busy, a claim looks
 // its first job up and skips the rest by key.
 //
-// With the key's jobs among the others, the bound holds: at most
-// 1.5x the buffers without them. With the key's jobs ahead of everything,
-// a claim still reads the claim index and the table's pages past them
-// (about 240 buffers for 10,000 jobs, no probe), which small claims pay
-// per job: the bound there is 4x.
+// With the key's jobs among the others, the bound is the issue's: at most
+// 1.5x the buffers without them (measured: 1.01x to 1.10x). With the key's
+// jobs ahead of everything, a claim still reads the claim index and the
+// table's pages past them (about 240 buffers for 10,000 jobs, no probe),
+// which small claims pay per job: measured 1.23x to 1.39x, bounded at 2x
+// so that smaller claims on a loaded machine keep it. Without the busy
+// key, the two cost 10x and 20x.
 //
 // Buffers are counted, not timed, so the bounds hold on a loaded machine.
 func TestSerialClaimSkipsBusyKey(t *testing.T) {
@@ -52,8 +55,8 @@ func TestSerialClaimSkipsBusyKey(t *testing.T) {
 
 	ahead := churnSerial(t, pool, 2*jobs, jobs, 0)
 	t.Logf("one key's %d jobs queued ahead of them: %.1f buffers per job", queued-1, ahead)
-	if limit := 4 * clean; ahead > limit {
-		t.Errorf("with one key's %d jobs queued ahead of the others, the queue's table was read in %.1f buffers per churned job, want at most %.1f (4x the %.1f without them)", queued-1, ahead, limit, clean)
+	if limit := 2 * clean; ahead > limit {
+		t.Errorf("with one key's %d jobs queued ahead of the others, the queue's table was read in %.1f buffers per churned job, want at most %.1f (2x the %.1f without them)", queued-1, ahead, limit, clean)
 	}
 
 	// Once the key has no job left, a claim finds it so and forgets it.
@@ -83,7 +86,18 @@ func churnSerial(t *testing.T, pool *pgxpool.Pool, first, n, busyEach int) float
 		}
 		ps = append(ps, keyed.Payload{Account: int64(first + i), N: int64(i)})
 	}
-	if _, err := keyed.EnqueueMany(ctx, pool, ps, skipjack.RunAt(time.Now().Add(-time.Minute))); err != nil {
+	// On a connection of its own, closed once it enqueued: a closing
+	// connection flushes its statistics, which an idle one in the pool
+	// holds back for up to 10s.
+	conn, err := pgx.Connect(ctx, pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = keyed.EnqueueMany(ctx, conn, ps, skipjack.RunAt(time.Now().Add(-time.Minute)))
+	if cerr := conn.Close(ctx); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	before := readTableBuffers(t, pool, "keyed")

@@ -93,15 +93,22 @@ type Serial struct {
 const CurrentLayout = 6
 
 // BusyDepth is how many earlier jobs of its serial key must be pending or
-// running when a job is inserted for its key to be recorded as busy. Below
+// running when a job is inserted (and checks, see BusyCheckEvery) for its
+// key to be recorded as busy. Below
 // it, a claim reads past the key's waiting jobs, a probe each (cheaper
 // than looking the key's first job up at every claim); above it, a claim
 // looks the key's first job up and never reads the rest.
 const BusyDepth = 16
 
+// BusyCheckEvery is how many inserts of a serial queue there are for one
+// that checks, at random, whether its key got busy (see BusyDepth): the
+// check is a trigger function call, which would cost a producer of keys
+// that never get busy a third of its insert if every insert made it.
+const BusyCheckEvery = 8
+
 // BusyTable is the unquoted name of the table, one per schema, that holds
 // the busy keys of serial queues: keys with at least BusyDepth jobs queued
-// behind their first one when a job of theirs was inserted. A claim of a
+// when a job of theirs was inserted (and checked). A claim of a
 // serial queue looks up the first job of each of its busy keys and skips
 // every other job of those keys, so a key with thousands of queued jobs
 // costs each claim one lookup instead of a probe per job. The table is a
@@ -275,7 +282,7 @@ type tableData struct {
 	SerialIndex, SerialRunningIndex, SerialExprs       string
 	WorkersDDL, QueuesDDL, CountsDDL, BusyDDL          string
 	BusyFunc, BusyTrigger, BusyTable, QueueLiteral     string
-	BusyDepth                                          int
+	BusyDepth, BusyCheckEvery                          int
 	BusyKey, BusySame                                  string
 	NotifyFunc, NotifyTrigger, Channel, ChannelLiteral string
 	MaxAttempts                                        int
@@ -322,9 +329,9 @@ func (t Table) data(indexes bool) tableData {
 		d.BusyTrigger = QuoteIdent(t.Name + "_busy")
 		d.BusyTable = Busy(t.Schema)
 		d.QueueLiteral = QuoteLiteral(t.Name)
-		d.BusyDepth = BusyDepth
-		d.BusyKey = KeyValue("n", t.Serial.Keys)
-		d.BusySame = t.Serial.SameKey("o", "n")
+		d.BusyDepth, d.BusyCheckEvery = BusyDepth, BusyCheckEvery
+		d.BusyKey = KeyValue("NEW", t.Serial.Keys)
+		d.BusySame = t.Serial.SameKey("o", "NEW")
 	}
 	if t.Scheduled {
 		d.Slots = QuoteIdent(t.Schema) + "." + QuoteIdent(SlotsTable)
