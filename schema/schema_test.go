@@ -297,3 +297,52 @@ func TestSerialExpandContract(t *testing.T) {
 		t.Errorf("Create of an expanding serial key: want the lookup index only:\n%s", ddl)
 	}
 }
+
+// TestBusyTrigger checks when a migration gives a serial queue its busy
+// keys trigger, replaces it or drops it: with the serial key (added,
+// changed, removed) on a table of layout 6, and with the layout on a
+// serial table; never when nothing of either changes.
+func TestBusyTrigger(t *testing.T) {
+	t.Parallel()
+	plain := Table{Schema: "skipjack", Name: "q", MaxAttempts: 25, Layout: CurrentLayout}
+	serial, other, expanding, old, oldSerial := plain, plain, plain, plain, plain
+	serial.Serial = &Serial{Keys: []string{"k"}}
+	other.Serial = &Serial{Keys: []string{"k", "j"}}
+	expanding.Serial = &Serial{Keys: []string{"k"}, Expanding: true}
+	old.Layout = 5
+	oldSerial.Layout, oldSerial.Serial = 5, serial.Serial
+	const create, drop = `CREATE TRIGGER "q_busy"`, `DROP FUNCTION IF EXISTS "skipjack"."q_busy"()`
+	for _, tc := range []struct {
+		name     string
+		from, to Table
+		want     []string
+		not      []string
+	}{
+		{"key added", plain, serial, []string{create}, []string{drop}},
+		{"key changed", serial, other, []string{create, `(NEW."payload" -> 'j'`, `DELETE FROM "skipjack"."_skipjack_busy" WHERE "queue" = 'q'`}, []string{drop}},
+		{"key removed", serial, plain, []string{drop, `DELETE FROM "skipjack"."_skipjack_busy"`}, []string{create}},
+		{"key contracted", expanding, serial, nil, []string{create, drop}},
+		{"unchanged", serial, serial, nil, []string{create, drop}},
+		{"layout 6 of a serial table", oldSerial, serial, []string{create}, []string{drop}},
+		{"layout 5 of a serial table", serial, oldSerial, []string{drop}, []string{create}},
+		{"layout 6 of a plain table", old, plain, nil, []string{create, drop}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Alter(tc.from, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("up statements lack %s:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("up statements contain %s:\n%s", n, got)
+				}
+			}
+		})
+	}
+}

@@ -197,6 +197,13 @@ feature_mutants=(
   # Statements that scan for running jobs compare the state with a value no
   # partial index's predicate matches (the unique and serial indexes).
   "acks-state-matches-unique-index :: internal/testqueue/uniq/internal/db/queries.sql.go :: s/(SELECT 'running'::text)/'running'/g :: TestAcksSkipUniqueIndexWithoutStatistics :: ."
+  # Issue 43, item 4: a serial claim looks the first job of each busy key
+  # up (schema.BusyTable) and skips the key's other jobs as it reads.
+  "walk-reads-busy-keys :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/ NOT IN (SELECT \"key\" FROM busy)/ IS NOT NULL/ :: TestSerialClaimSkipsBusyKey :: ."
+  "busy-keys-never-claimed :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/WHERE h.\"state\" = 'pending' AND h.\"run_at\" <= now()/WHERE false/ :: TestSerialByKey :: ."
+  "busy-key-head-is-last :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/^        ORDER BY o.\"id\"$/        ORDER BY o.\"id\" DESC/ :: TestSerialByKey :: ."
+  "busy-key-never-recorded :: internal/testqueue/migrations/0009_skipjack_update.up.sql :: s/) >= 16$/) >= 1000000/ :: TestSerialClaimSkipsBusyKey :: ."
+  "busy-key-never-forgotten :: internal/testqueue/keyed/internal/db/queries.sql.go :: s/(SELECT \"key\" FROM busy WHERE \"id\" IS NULL)/(SELECT \"key\" FROM busy WHERE false)/ :: TestSerialClaimSkipsBusyKey :: ."
   # Issue 43, item 5: small claims take turns in a crowd of turnMinCrowd
   # claimers or more, counted from the ids the last claims span.
   "small-claims-never-take-turns :: skipjackimpl/fetch.go :: s/|| c.full() \&\& c.claimers() >= turnMinCrowd/|| false/ :: TestCrowdCountsClaimers :: ./skipjackimpl"
