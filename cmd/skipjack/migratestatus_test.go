@@ -37,8 +37,8 @@ func mustCLI(t *testing.T, want int, yaml, dbURL string, args ...string) (string
 
 // shopState describes what the shop database holds: the versions the
 // tracking table records, in order, and which of the tables that
-// migrations 20 and 21 create exist.
-func shopState(t *testing.T, pool *pgxpool.Pool) (versions []int, workers, counts bool) {
+// migrations 20, 21 and 22 create exist.
+func shopState(t *testing.T, pool *pgxpool.Pool) (versions []int, workers, counts, busy bool) {
 	t.Helper()
 	rows, err := pool.Query(t.Context(), "SELECT version FROM shop_jobs._skipjack_migrations WHERE config = 'shop' ORDER BY version")
 	if err != nil {
@@ -48,27 +48,27 @@ func shopState(t *testing.T, pool *pgxpool.Pool) (versions []int, workers, count
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = pool.QueryRow(t.Context(), "SELECT to_regclass('shop_jobs._skipjack_workers') IS NOT NULL, to_regclass('shop_jobs._skipjack_counts') IS NOT NULL").Scan(&workers, &counts)
+	err = pool.QueryRow(t.Context(), "SELECT to_regclass('shop_jobs._skipjack_workers') IS NOT NULL, to_regclass('shop_jobs._skipjack_counts') IS NOT NULL, to_regclass('shop_jobs._skipjack_busy') IS NOT NULL").Scan(&workers, &counts, &busy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return versions, workers, counts
+	return versions, workers, counts, busy
 }
 
 // checkConsistent fails the test unless the recorded versions are 1..k
-// without a hole and the tables of migrations 20 and 21 exist exactly when
-// they are recorded; it returns k.
+// without a hole and the tables of migrations 20, 21 and 22 exist exactly
+// when they are recorded; it returns k.
 func checkConsistent(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
-	versions, workers, counts := shopState(t, pool)
+	versions, workers, counts, busy := shopState(t, pool)
 	for i, v := range versions {
 		if v != i+1 {
 			t.Fatalf("recorded versions %v have a hole: a migrate and a rollback interleaved", versions)
 		}
 	}
 	k := len(versions)
-	if workers != (k >= 20) || counts != (k >= 21) {
-		t.Fatalf("%d migrations recorded, but _skipjack_workers exists: %v, _skipjack_counts exists: %v", k, workers, counts)
+	if workers != (k >= 20) || counts != (k >= 21) || busy != (k >= 22) {
+		t.Fatalf("%d migrations recorded, but _skipjack_workers exists: %v, _skipjack_counts exists: %v, _skipjack_busy exists: %v", k, workers, counts, busy)
 	}
 	return k
 }
@@ -88,9 +88,9 @@ func statusOf(t *testing.T, stdout string) map[int]string {
 	return out
 }
 
-// TestMigrateStatusAndDown walks the shop example's 21 migrations with the
+// TestMigrateStatusAndDown walks the shop example's 22 migrations with the
 // CLI alone (no Go, the YAML and migrations folder only): status before and
-// after migrate, down of the default 1 and of 2 (each the newest first,
+// after migrate, down of the default 1 and of 3 (each the newest first,
 // running the generated down SQL), migrate again, then a down that would
 // drop a queue table holding a job, refused without --force and done with
 // it.
@@ -105,10 +105,10 @@ func TestMigrateStatusAndDown(t *testing.T) {
 	defer pool.Close()
 
 	stdout, _ := mustCLI(t, exitOK, yaml, dbURL, "migrate", "status")
-	if st := statusOf(t, stdout); len(st) != 21 || st[1] != "pending" || st[21] != "pending" {
-		t.Errorf("status before migrate: %v, want 21 pending", st)
+	if st := statusOf(t, stdout); len(st) != 22 || st[1] != "pending" || st[22] != "pending" {
+		t.Errorf("status before migrate: %v, want 22 pending", st)
 	}
-	if !strings.Contains(stdout, "skipjack migrate status: shop (schema shop_jobs): 0 applied, 21 pending\n") {
+	if !strings.Contains(stdout, "skipjack migrate status: shop (schema shop_jobs): 0 applied, 22 pending\n") {
 		t.Errorf("status before migrate:\n%s", stdout)
 	}
 
@@ -119,34 +119,34 @@ func TestMigrateStatusAndDown(t *testing.T) {
 	mustCLI(t, exitOK, yaml, dbURL, "migrate")
 	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "status")
 	st := statusOf(t, stdout)
-	for v := 1; v <= 21; v++ {
+	for v := 1; v <= 22; v++ {
 		at, err := time.Parse(time.RFC3339, st[v])
 		if err != nil || at.Before(before) || at.After(before.Add(10*time.Minute)) {
 			t.Errorf("status after migrate: version %d applied at %q (%v), want a time from the database's clock at or after %v", v, st[v], err, before)
 		}
 	}
-	if !strings.Contains(stdout, "21 applied, 0 pending\n") {
+	if !strings.Contains(stdout, "22 applied, 0 pending\n") {
 		t.Errorf("status after migrate:\n%s", stdout)
 	}
 
 	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "down")
-	if !strings.HasPrefix(stdout, "skipjack migrate down: undid 0021_skipjack_update\nskipjack migrate down: 1 migration undone in shop") {
+	if !strings.HasPrefix(stdout, "skipjack migrate down: undid 0022_skipjack_add_busy\nskipjack migrate down: 1 migration undone in shop") {
 		t.Errorf("down:\n%s", stdout)
 	}
-	if k := checkConsistent(t, pool); k != 20 {
-		t.Errorf("after down: %d migrations recorded, want 20", k)
+	if k := checkConsistent(t, pool); k != 21 {
+		t.Errorf("after down: %d migrations recorded, want 21", k)
 	}
 	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "status")
-	if st := statusOf(t, stdout); st[21] != "pending" || st[20] == "pending" || !strings.Contains(stdout, "20 applied, 1 pending") {
+	if st := statusOf(t, stdout); st[22] != "pending" || st[21] == "pending" || !strings.Contains(stdout, "21 applied, 1 pending") {
 		t.Errorf("status after down:\n%s", stdout)
 	}
 
-	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "down", "2")
-	if !strings.HasPrefix(stdout, "skipjack migrate down: undid 0020_skipjack_add_workers\nskipjack migrate down: undid 0019_skipjack_update_18\n") {
-		t.Errorf("down 2:\n%s", stdout)
+	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "down", "3")
+	if !strings.HasPrefix(stdout, "skipjack migrate down: undid 0021_skipjack_update\nskipjack migrate down: undid 0020_skipjack_add_workers\nskipjack migrate down: undid 0019_skipjack_update_18\n") {
+		t.Errorf("down 3:\n%s", stdout)
 	}
 	if k := checkConsistent(t, pool); k != 18 {
-		t.Errorf("after down 2: %d migrations recorded, want 18", k)
+		t.Errorf("after down 3: %d migrations recorded, want 18", k)
 	}
 	var trace bool // 0019 added charge_card.trace; its down drops it
 	if err := pool.QueryRow(t.Context(), "SELECT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = 'shop_jobs' AND table_name = 'charge_card' AND column_name = 'trace')").Scan(&trace); err != nil || trace {
@@ -154,11 +154,11 @@ func TestMigrateStatusAndDown(t *testing.T) {
 	}
 
 	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate")
-	if !strings.Contains(stdout, "3 migrations applied") {
+	if !strings.Contains(stdout, "4 migrations applied") {
 		t.Errorf("migrate after down:\n%s", stdout)
 	}
-	if k := checkConsistent(t, pool); k != 21 {
-		t.Errorf("after migrating again: %d migrations recorded, want 21", k)
+	if k := checkConsistent(t, pool); k != 22 {
+		t.Errorf("after migrating again: %d migrations recorded, want 22", k)
 	}
 
 	// 0001's down drops the queue tables: refused while one holds a job,
@@ -166,24 +166,24 @@ func TestMigrateStatusAndDown(t *testing.T) {
 	if _, err := pool.Exec(t.Context(), `INSERT INTO shop_jobs.send_email (payload) VALUES ('{"to": "a@example.com"}')`); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := cli(yaml, dbURL, "migrate", "down", "21")
+	code, stdout, stderr := cli(yaml, dbURL, "migrate", "down", "22")
 	if code != exitFailure || stdout != "" ||
 		!strings.Contains(stderr, "0001_skipjack_init would drop a queue table that holds jobs (shop_jobs.send_email holds 1 job); pass --force to drop them; nothing was undone") {
-		t.Errorf("down 21 with a job queued: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		t.Errorf("down 22 with a job queued: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if k := checkConsistent(t, pool); k != 21 {
-		t.Errorf("after the refused down: %d migrations recorded, want 21", k)
+	if k := checkConsistent(t, pool); k != 22 {
+		t.Errorf("after the refused down: %d migrations recorded, want 22", k)
 	}
-	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "down", "21", "--force")
-	if !strings.Contains(stdout, "undid 0001_skipjack_init\n") || !strings.Contains(stdout, "21 migrations undone") {
-		t.Errorf("down 21 --force:\n%s", stdout)
+	stdout, _ = mustCLI(t, exitOK, yaml, dbURL, "migrate", "down", "22", "--force")
+	if !strings.Contains(stdout, "undid 0001_skipjack_init\n") || !strings.Contains(stdout, "22 migrations undone") {
+		t.Errorf("down 22 --force:\n%s", stdout)
 	}
 	if k := checkConsistent(t, pool); k != 0 {
-		t.Errorf("after down 21 --force: %d migrations recorded, want 0", k)
+		t.Errorf("after down 22 --force: %d migrations recorded, want 0", k)
 	}
 	var queueTables int
 	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM pg_tables WHERE schemaname = 'shop_jobs' AND tablename NOT LIKE '\\_%'").Scan(&queueTables); err != nil || queueTables != 0 {
-		t.Errorf("%d queue tables left after down 21 --force (%v)", queueTables, err)
+		t.Errorf("%d queue tables left after down 22 --force (%v)", queueTables, err)
 	}
 
 	_, stderr = mustCLI(t, exitFailure, yaml, dbURL, "migrate", "down")
@@ -227,7 +227,10 @@ func TestMigrateDownWaitsForLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	// A cleanup, not a defer: it runs after migrationLock's, which gives
+	// the lock's connection back (a defer would wait for it forever when
+	// the test fails while holding the lock).
+	t.Cleanup(pool.Close)
 	mustCLI(t, exitOK, yaml, dbURL, "migrate")
 	release := migrationLock(t, pool)
 
@@ -276,7 +279,7 @@ func TestMigrateDownWaitsForLock(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if k := checkConsistent(t, pool); k != 21 {
+	if k := checkConsistent(t, pool); k != 22 {
 		t.Fatalf("migrate down undid migrations while another holder had the lock: %d recorded", k)
 	}
 	select {
@@ -293,8 +296,8 @@ func TestMigrateDownWaitsForLock(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("migrate down did not finish within a minute of the lock's release")
 	}
-	if k := checkConsistent(t, pool); k != 19 {
-		t.Errorf("after the down: %d migrations recorded, want 19", k)
+	if k := checkConsistent(t, pool); k != 20 {
+		t.Errorf("after the down: %d migrations recorded, want 20", k)
 	}
 }
 
@@ -328,10 +331,10 @@ func TestConcurrentMigrateAndDown(t *testing.T) {
 			t.Fatalf("round %d: migrate exit %d:\n%s%s\nmigrate down exit %d:\n%s%s", round, migrateCode, migrateOut[1], migrateOut[2], downCode, downOut[1], downOut[2])
 		}
 		k := checkConsistent(t, pool)
-		if k != 18 && k != 21 {
-			t.Fatalf("round %d: %d migrations recorded, want 18 (migrate, then down) or 21 (down, then migrate)", round, k)
+		if k != 19 && k != 22 {
+			t.Fatalf("round %d: %d migrations recorded, want 19 (migrate, then down) or 22 (down, then migrate)", round, k)
 		}
-		if k == 18 {
+		if k == 19 {
 			mustCLI(t, exitOK, yaml, dbURL, "migrate")
 		}
 	}
