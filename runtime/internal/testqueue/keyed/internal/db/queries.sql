@@ -67,12 +67,8 @@ WITH busy AS MATERIALIZED (
         WHERE x."queue" = 'keyed' AND x."key" IN (SELECT "key" FROM busy WHERE "id" IS NULL)
         FOR UPDATE SKIP LOCKED
     ))
-), picked AS (
-    -- The jobs of the queue's busy keys are left to the second branch,
-    -- which takes the first job of each: the first never reads past
-    -- their queues.
-    SELECT u."id" FROM (
-        SELECT * FROM (
+), walked AS (
+    -- The jobs of keys that are not busy, as the claim index reads them.
     SELECT c."id", c."run_at" AS "sort_run_at" FROM "skipjack"."keyed" AS c
     WHERE c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'keyed' AND "paused_at" IS NOT NULL)
@@ -88,9 +84,8 @@ WITH busy AS MATERIALIZED (
     ORDER BY c."run_at", c."id"
     LIMIT sqlc.arg(max)
     FOR NO KEY UPDATE SKIP LOCKED
-        ) AS a
-        UNION ALL
-        SELECT * FROM (
+), heads AS (
+    -- The first job of each busy key, when it is due.
     SELECT c."id", c."run_at" AS "sort_run_at" FROM "skipjack"."keyed" AS c
     WHERE c."id" = ANY(ARRAY(
         SELECT h."id" FROM busy AS h
@@ -101,8 +96,10 @@ WITH busy AS MATERIALIZED (
       AND c."state" = 'pending' AND c."run_at" <= now()
       AND NOT EXISTS (SELECT FROM "skipjack"."_skipjack_queues" WHERE "name" = 'keyed' AND "paused_at" IS NOT NULL)
     FOR NO KEY UPDATE OF c SKIP LOCKED
-        ) AS b
-    ) AS u
+), picked AS (
+    -- The earliest of both.
+    SELECT u."id"
+    FROM (SELECT * FROM walked UNION ALL SELECT * FROM heads) AS u
     ORDER BY u."sort_run_at", u."id"
     LIMIT sqlc.arg(max)
 )
