@@ -323,7 +323,7 @@ func testSerialByKey(t *testing.T, recordedBusy bool) {
 	if _, err := keyed.EnqueueMany(ctx, pool, ps); err != nil {
 		t.Fatal(err)
 	}
-	// The insert trigger checks one insert in 8 at random: some keys may
+	// The insert trigger checks one insert in 32 at random: some keys may
 	// be recorded busy already. The table is a hint, so a test sets it.
 	if _, err := pool.Exec(ctx, `DELETE FROM skipjack._skipjack_busy WHERE queue = 'keyed'`); err != nil {
 		t.Fatal(err)
