@@ -122,17 +122,24 @@ func churnSerial(t *testing.T, pool *pgxpool.Pool, first, n, busyEach int) float
 }
 
 // readTableBuffers returns the buffers (hits and reads) of table and its
-// indexes, once they stop changing (the statistics of a connection that
-// closes arrive shortly after it closed).
+// indexes, once they stop changing.
 func readTableBuffers(t *testing.T, pool *pgxpool.Pool, table string) int64 {
 	t.Helper()
 	const stats = `SELECT heap_blks_hit + heap_blks_read + coalesce(idx_blks_hit + idx_blks_read, 0)
 		FROM pg_statio_user_tables WHERE schemaname = 'skipjack' AND relname = $1`
-	last := queryInt(t, pool, stats, table)
+	return settled(t, "the table's statistics", func() int64 { return queryInt(t, pool, stats, table) })
+}
+
+// settled returns what read returns once three reads 200ms apart agree:
+// the statistics of a connection that closes arrive shortly after it
+// closed.
+func settled[T comparable](t *testing.T, what string, read func() T) T {
+	t.Helper()
+	last := read()
 	stable := 0
-	waitFor(t, 30*time.Second, "the table's statistics to settle", func() bool {
+	waitFor(t, 30*time.Second, what+" to settle", func() bool {
 		time.Sleep(200 * time.Millisecond)
-		s := queryInt(t, pool, stats, table)
+		s := read()
 		if s == last {
 			stable++
 		} else {

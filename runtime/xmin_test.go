@@ -169,27 +169,13 @@ func readClaimStats(t *testing.T, pool *pgxpool.Pool, queue string) [3]int64 {
 		JOIN pg_statio_user_indexes AS b USING (indexrelid)
 		JOIN pg_statio_user_tables AS h ON h.relid = i.relid
 		WHERE i.schemaname = 'skipjack' AND i.indexrelname = $1`
-	read := func() [3]int64 {
+	return settled(t, "the claim statistics", func() [3]int64 {
 		var s [3]int64
 		if err := pool.QueryRow(context.Background(), stats, queue+"_claim_idx").Scan(&s[0], &s[1], &s[2]); err != nil {
 			t.Fatal(err)
 		}
 		return s
-	}
-	last := read()
-	stable := 0
-	waitFor(t, 30*time.Second, "the claim statistics to settle", func() bool {
-		time.Sleep(200 * time.Millisecond)
-		s := read()
-		if s == last {
-			stable++
-		} else {
-			stable = 0
-		}
-		last = s
-		return stable >= 2
 	})
-	return last
 }
 
 // TestJobBelowFloorIsClaimed enqueues, while a worker's claims read from

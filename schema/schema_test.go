@@ -130,16 +130,7 @@ func TestAlterPriorityExpanding(t *testing.T) {
 			if len(tc.want) == 0 && got != "" {
 				t.Fatalf("Alter = %q, want no DDL", got)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("Alter DDL lacks %q:\n%s", w, got)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("Alter DDL has %q:\n%s", n, got)
-				}
-			}
+			checkDDL(t, got, tc.want, tc.not)
 		})
 	}
 }
@@ -333,16 +324,23 @@ func TestBusyTrigger(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("up statements lack %s:\n%s", w, got)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("up statements contain %s:\n%s", n, got)
-				}
-			}
+			checkDDL(t, got, tc.want, tc.not)
 		})
+	}
+}
+
+// checkDDL fails t unless ddl contains every string of want and none of
+// not.
+func checkDDL(t *testing.T, ddl string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(ddl, w) {
+			t.Errorf("DDL lacks %q:\n%s", w, ddl)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(ddl, n) {
+			t.Errorf("DDL has %q:\n%s", n, ddl)
+		}
 	}
 }
