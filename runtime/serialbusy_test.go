@@ -28,11 +28,12 @@ const busyAccount = -1
 // its first job up and skips the rest by key.
 //
 // With the key's jobs among the others, the bound is the issue's: at most
-// 1.5x the buffers without them (measured: 1.01x to 1.10x). With the key's
-// jobs ahead of everything, a claim still reads the claim index and the
-// table's pages past them (about 240 buffers for 10,000 jobs, no probe),
-// which small claims pay per job: measured 1.23x to 1.39x, bounded at 2x
-// so that smaller claims on a loaded machine keep it. Without the busy
+// 1.5x the buffers without them (measured in 7 runs, 4 at load 8-10: 1.01x
+// to 1.21x). With the key's jobs ahead of everything, a claim still reads
+// the claim index and the table's pages past them (about 240 buffers for
+// 10,000 jobs, no probe), which small claims pay per job: measured 1.15x
+// to 1.47x, bounded at 2x so that smaller claims on a loaded machine keep
+// it. Without the busy
 // key, the two cost 10x and 20x.
 //
 // Buffers are counted, not timed, so the bounds hold on a loaded machine.
