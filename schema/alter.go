@@ -143,7 +143,7 @@ func AlterSteps(from, to Table) ([]Step, error) {
 	if !sameSerial(from.Serial, to.Serial) {
 		steps = append(steps, serialSteps(from, to)...)
 	}
-	if !sameSerialKeys(from.Serial, to.Serial) || (from.Serial != nil && (layoutOf(from) >= 6) != (layoutOf(to) >= 6)) {
+	if !sameSerialKeys(from.Serial, to.Serial) || hasBusyTrigger(from) != hasBusyTrigger(to) {
 		busy, err := busySteps(from, to)
 		if err != nil {
 			return nil, err
@@ -231,26 +231,25 @@ func busyDrop(t Table) []string {
 	}
 }
 
-// busySteps returns the step that moves the busy keys trigger of from (a
-// serial queue of layout 6 or later, or not) to that of to.
+// busySteps returns the step that moves the busy keys trigger of from
+// (see hasBusyTrigger) to that of to.
 func busySteps(from, to Table) ([]Step, error) {
-	has := func(t Table) bool { return t.Serial != nil && layoutOf(t) >= 6 }
 	var up, down []string
 	var err error
 	switch {
-	case has(to):
+	case hasBusyTrigger(to):
 		if up, err = busyDDL(to); err != nil {
 			return nil, err
 		}
-	case has(from):
+	case hasBusyTrigger(from):
 		up = busyDrop(from)
 	}
 	switch {
-	case has(from):
+	case hasBusyTrigger(from):
 		if down, err = busyDDL(from); err != nil {
 			return nil, err
 		}
-	case has(to):
+	case hasBusyTrigger(to):
 		down = busyDrop(to)
 	}
 	if len(up) == 0 {

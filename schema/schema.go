@@ -94,10 +94,10 @@ const CurrentLayout = 6
 
 // BusyDepth is how many earlier jobs of its serial key must be pending or
 // running when a job is inserted (and checks, see BusyCheckEvery) for its
-// key to be recorded as busy. Below
-// it, a claim reads past the key's waiting jobs, a probe each (cheaper
-// than looking the key's first job up at every claim); above it, a claim
-// looks the key's first job up and never reads the rest.
+// key to be recorded as busy. Below it, a claim reads past the key's
+// waiting jobs, a probe each (cheaper than looking the key's first job up
+// at every claim); above it, a claim looks the key's first job up and
+// never reads the rest.
 const BusyDepth = 16
 
 // BusyCheckEvery is how many inserts of a serial queue there are for one
@@ -106,6 +106,14 @@ const BusyDepth = 16
 // that never get busy a third of a single-row insert if every insert made
 // it, and one in 8 still a fifth of a bulk enqueue's rate.
 const BusyCheckEvery = 32
+
+// busyLayout is the layout that added the busy keys table and the insert
+// trigger of serial queues.
+const busyLayout = 6
+
+// hasBusyTrigger reports whether t has the insert trigger that records its
+// busy keys: a serial queue of busyLayout or later.
+func hasBusyTrigger(t Table) bool { return t.Serial != nil && layoutOf(t) >= busyLayout }
 
 // BusyTable is the unquoted name of the table, one per schema, that holds
 // the busy keys of serial queues: keys with at least BusyDepth jobs queued
@@ -476,7 +484,7 @@ func Drop(t Table) string {
 	if t.Notify {
 		fmt.Fprintf(&b, "\nDROP FUNCTION IF EXISTS %s.%s();\n", QuoteIdent(t.Schema), QuoteIdent(t.Name+"_notify"))
 	}
-	if t.Serial != nil && layoutOf(t) >= 6 {
+	if hasBusyTrigger(t) {
 		fmt.Fprintf(&b, "\nDROP FUNCTION IF EXISTS %s.%s();\n", QuoteIdent(t.Schema), QuoteIdent(t.Name+"_busy"))
 	}
 	return b.String()

@@ -626,8 +626,8 @@ $$;
 DROP TRIGGER IF EXISTS "keyed_busy" ON "skipjack"."keyed";
 
 -- One insert in 32, at random, checks its key: a key with a deep queue
--- is recorded a few inserts later, and producers of keys that never get
--- busy pay for one check in 32 inserts.
+-- is recorded a few dozen inserts later, and producers of keys that never
+-- get busy pay for one check in 32 inserts.
 CREATE TRIGGER "keyed_busy" AFTER INSERT ON "skipjack"."keyed"
     FOR EACH ROW WHEN (random() * 32 < 1) EXECUTE FUNCTION "skipjack"."keyed_busy"();
 
