@@ -48,6 +48,10 @@ func chromiumPath(t *testing.T) string {
 
 // newBrowser starts headless Chromium for the test and returns a tab's
 // context, bounded by timeout. The browser is closed when the test ends.
+// The bound only stops a hung browser: no test waits for it, and each is
+// several times what the test takes on a quiet machine, since at a load
+// average of 10-15 a test's pages and axe-core runs take minutes (one test
+// of nine pages took 95s there against a bound of 90s).
 func newBrowser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
@@ -183,7 +187,7 @@ func TestBrowserRetryFailedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := mountForBrowser(t, h)
-	ctx := newBrowser(t, 60*time.Second)
+	ctx := newBrowser(t, 3*time.Minute)
 	console := watchConsole(t, ctx)
 	q, id := "send_email", s.failed
 
@@ -285,7 +289,7 @@ func TestBrowserRefreshEdgeCases(t *testing.T) {
 			}))
 			srv := httptest.NewServer(mux)
 			t.Cleanup(srv.Close)
-			ctx := newBrowser(t, 30*time.Second)
+			ctx := newBrowser(t, 2*time.Minute)
 			step(t, ctx, fmt.Sprintf("open job %d", id), chromedp.Navigate(fmt.Sprintf("%s/ops/jobs/queues/send_email/jobs/%d", srv.URL, id)),
 				chromedp.WaitVisible(chromedp.ID("job-state")),
 				chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))

@@ -128,7 +128,7 @@ func TestBrowserHistoryFailuresFind(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := mountForBrowser(t, h)
-	bctx := newBrowser(t, 90*time.Second)
+	bctx := newBrowser(t, 5*time.Minute)
 	console := watchConsole(t, bctx)
 	page := func(name, url, ready string) {
 		t.Helper()

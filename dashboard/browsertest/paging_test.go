@@ -42,7 +42,7 @@ func TestBrowserPagingFilterDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := mountForBrowser(t, h)
-	ctx := newBrowser(t, 90*time.Second)
+	ctx := newBrowser(t, 5*time.Minute)
 	console := watchConsole(t, ctx)
 	// first waits, across a page load, until the page's first job is id.
 	first := func(what string, id int64) {
