@@ -463,10 +463,7 @@ func upgradeLayout(from, to Table) ([]Step, error) {
 // sameSerial reports whether two serial keys are the same, with the same
 // indexes.
 func sameSerial(a, b *Serial) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return slices.Equal(a.Keys, b.Keys) && a.Expanding == b.Expanding
+	return sameSerialKeys(a, b) && (a == nil || a.Expanding == b.Expanding)
 }
 
 // serialSteps returns the steps that change the serial indexes of from
