@@ -211,6 +211,12 @@ feature_mutants=(
   "claimers-ignore-window-size :: skipjackimpl/fetch.go :: s/ \* float64(n) \/ float64(n-1)$// :: TestCrowdCountsClaimers :: ./skipjackimpl"
   "starts-alone :: skipjackimpl/fetch.go :: s/^\tcrowded := true$/\tcrowded := false/ :: TestStartingWorkerTakesTurns :: ."
   "turn-without-lock :: skipjackimpl/claimbatch.go :: s/^\t\tb.Queue(turnSQL, c.key)$/\t\tb.Queue(steerSQL, millis(c.stall))/ :: TestCrowdedClaimsTakeTurns :: ."
+  # Issue 42: a sweep under a pinned horizon walks for up to seconds; a
+  # crowded worker's claims go on beside it, with the capacity it does not
+  # use, and no second sweep starts beside it.
+  "sweep-holds-crowded-claims :: skipjackimpl/fetch.go :: s/(!crowded || inFlight == int(r.sweeps.Load()))/(!crowded || inFlight == 0)/ :: TestCrowdedWorkerClaimsBesideSweep :: ./skipjackimpl"
+  "sweep-keeps-its-capacity :: skipjackimpl/fetch.go :: s/if spare := limit - plan.limit; spare > 0 {/if spare := limit - plan.limit; spare > limit {/ :: TestCrowdedWorkerClaimsBesideSweep :: ./skipjackimpl"
+  "sweeps-overlap :: skipjackimpl/floor.go :: s/if !f.sweeping \&\& now.Sub(f.sweptAt)/if now.Sub(f.sweptAt)/ :: TestClaimFloor :: ./skipjackimpl"
   "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, millis(c.wait))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turns-never-pause :: skipjackimpl/fetch.go :: s/turnsOffUntil = time.Now().Add(turnPause)/_ = turnPause/ :: TestStalledTurnDoesNotStopClaims :: ."

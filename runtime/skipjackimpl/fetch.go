@@ -168,6 +168,7 @@ type claimResult struct {
 	limit, n     int
 	minID, maxID int64 // the ids the claim took (when n > 0)
 	turnWaited   bool  // its wait for a turn timed out (it then claimed without one)
+	sweep        bool  // it read the whole claim index (see claimFloor)
 	err          error
 }
 
@@ -221,7 +222,11 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	var turnsOffUntil time.Time // see turnPause
 
 	for ctx.Err() == nil {
-		if more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == 0) {
+		// A crowded worker's one claim at a time does not count a sweep:
+		// a sweep claims one job, and under a pinned horizon it walks
+		// every dead entry of the claim index for as long as a second,
+		// which would stall every pickup of the worker meanwhile.
+		if more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == int(r.sweeps.Load())) {
 			if limit := r.reserve(); limit > 0 {
 				inFlight++
 				if !lastFull {
@@ -257,7 +262,9 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				continue
 			}
 			bo.reset()
-			if res.n > 0 {
+			if res.n > 0 && !res.sweep {
+				// A sweep takes what its worker's floored claims passed
+				// over, out of their order: its ids tell nothing of others.
 				if c := ids.add(res); ids.full() {
 					crowded = c
 				}
@@ -366,6 +373,26 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
 	plan := r.claimer.floor.plan(start, limit)
+	sweep := r.claimer.floor != nil && !plan.floored
+	if sweep {
+		r.sweeps.Add(1)
+		defer r.sweeps.Add(-1)
+		if spare := limit - plan.limit; spare > 0 {
+			// A sweep claims at most sweepLimit jobs: the capacity it
+			// reserved beyond them is free at once for the claims beside
+			// it, rather than for as long as it walks.
+			r.mu.Lock()
+			r.asked -= spare
+			r.inflight -= spare
+			r.mu.Unlock()
+			if r.prepaid {
+				r.budget.ReleaseN(spare)
+			}
+			reserved -= spare
+			limit = plan.limit
+			signal(r.capacityFreed)
+		}
+	}
 	rows, at, short, err := r.claimer.claimRows(ctx, r.claimBufs.take(), plan, inTurn)
 	turnWaited := inTurn && errors.Is(err, errTurnWaited)
 	if turnWaited {
@@ -437,7 +464,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 			es[i] = &entries[i]
 		}
 		r.releaser.release(es)
-		return claimResult{limit: limit, n: len(rows), err: err}
+		return claimResult{limit: limit, n: len(rows), sweep: sweep, err: err}
 	}
 	stale := 0
 	var ends []func()
@@ -469,7 +496,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	// A sweep that took its few jobs counts as full: the claim after it
 	// takes the rest from the floors it lowered.
 	r.lastShort.Store(len(rows) < plan.limit)
-	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, err: err}
+	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, sweep: sweep, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {
 			res.minID = row.ID

@@ -69,10 +69,11 @@ type floors struct {
 type claimFloor struct {
 	every time.Duration // how often a claim sweeps
 
-	mu      sync.Mutex
-	at      floors
-	sweptAt time.Time     // when the last sweep was sent
-	took    time.Duration // how long the last sweep took
+	mu       sync.Mutex
+	at       floors
+	sweptAt  time.Time     // when the last sweep was sent
+	took     time.Duration // how long the last sweep took
+	sweeping bool          // a sweep is in flight (until swept)
 }
 
 // newClaimFloor returns the floors of a queue with ten priorities or one,
@@ -95,16 +96,18 @@ type claimPlan struct {
 
 // plan returns the plan of a claim sent at now that may take limit jobs:
 // a sweep when every (or sweepShare times the last sweep's duration) has
-// passed since the last one, else floored. A nil
-// claimFloor (a worker without floors) plans unfloored claims.
+// passed since the last one was sent and none is in flight, else floored.
+// (Under a pinned horizon a sweep can take longer than every: a second
+// one beside it would walk the same entries again.) A nil claimFloor (a
+// worker without floors) plans unfloored claims.
 func (f *claimFloor) plan(now time.Time, limit int) claimPlan {
 	if f == nil {
 		return claimPlan{limit: limit}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if now.Sub(f.sweptAt) >= max(f.every, sweepShare*f.took) {
-		f.sweptAt = now
+	if !f.sweeping && now.Sub(f.sweptAt) >= max(f.every, sweepShare*f.took) {
+		f.sweptAt, f.sweeping = now, true
 		return claimPlan{limit: min(limit, sweepLimit)}
 	}
 	return claimPlan{
@@ -152,14 +155,14 @@ func (f *claimFloor) claimed(p claimPlan, rows []ClaimedRow, at time.Time) {
 	}
 }
 
-// swept records how long a sweep took.
+// swept records that a sweep returned, and how long it took.
 func (f *claimFloor) swept(took time.Duration) {
 	if f == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.took = took
+	f.took, f.sweeping = took, false
 }
 
 // released lowers the floors to the jobs given back pending with their

@@ -81,6 +81,20 @@ func TestClaimFloor(t *testing.T) {
 			want: []key{{}},
 		},
 		{
+			name: "no sweep beside a sweep in flight",
+			steps: func(f *claimFloor) {
+				f.plan(t0.Add(time.Second), 10)
+				if p := f.plan(t0.Add(5*time.Second), 10); !p.floored {
+					t.Errorf("plan 4s into a sweep still in flight = %+v, want floored", p)
+				}
+				f.swept(4 * time.Second)
+				if p := f.plan(t0.Add(41*time.Second), 10); p.floored {
+					t.Errorf("plan 40s after a sweep of 4s returned = %+v, want a sweep", p)
+				}
+			},
+			want: []key{{}},
+		},
+		{
 			name: "a release lowers the floor to the released job",
 			steps: func(f *claimFloor) {
 				f.claimed(f.plan(t0, 10), []ClaimedRow{row(0, t0.Add(-time.Minute), 50), row(0, t0.Add(-time.Minute), 51)}, t0)

@@ -202,6 +202,10 @@ type runner[T any] struct {
 	// lastShort is set when the run's last claim took fewer jobs than it
 	// asked for: jobs may be held back (see settled).
 	lastShort atomic.Bool
+	// sweeps counts the sweeps in flight (see claimFloor): a crowded
+	// worker, which otherwise runs one claim at a time, runs a floored
+	// claim beside a sweep.
+	sweeps atomic.Int32
 }
 
 // entry is one claimed job.
