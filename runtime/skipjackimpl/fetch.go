@@ -373,8 +373,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	ctx, cancel := context.WithTimeout(context.Background(), r.stmtTimeout)
 	start := time.Now()
 	plan := r.claimer.floor.plan(start, limit)
-	sweep := r.claimer.floor != nil && !plan.floored
-	if sweep {
+	if plan.sweep {
 		r.sweeps.Add(1)
 		defer r.sweeps.Add(-1)
 		if spare := limit - plan.limit; spare > 0 {
@@ -404,7 +403,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	if err == nil {
 		r.claimer.floor.claimed(plan, rows, at)
 	}
-	if !plan.floored {
+	if plan.sweep {
 		r.claimer.floor.swept(took)
 	}
 	if err != nil && r.spec.Serial && sqlState(err) == "23505" {
@@ -464,7 +463,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 			es[i] = &entries[i]
 		}
 		r.releaser.release(es)
-		return claimResult{limit: limit, n: len(rows), sweep: sweep, err: err}
+		return claimResult{limit: limit, n: len(rows), sweep: plan.sweep, err: err}
 	}
 	stale := 0
 	var ends []func()
@@ -496,7 +495,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	// A sweep that took its few jobs counts as full: the claim after it
 	// takes the rest from the floors it lowered.
 	r.lastShort.Store(len(rows) < plan.limit)
-	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, sweep: sweep, err: err}
+	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, sweep: plan.sweep, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {
 			res.minID = row.ID

@@ -90,6 +90,7 @@ func newClaimFloor(priority bool, every time.Duration, now time.Time) *claimFloo
 // claimPlan is how one claim statement reads the claim index.
 type claimPlan struct {
 	floored bool   // from floors on (ClaimFrom); else a sweep, or a worker without floors
+	sweep   bool   // a sweep: reads the whole index for jobs below the floors (see claimFloor)
 	floors  floors // the floors, when floored: a copy
 	limit   int    // how many jobs the statement may claim
 }
@@ -108,7 +109,7 @@ func (f *claimFloor) plan(now time.Time, limit int) claimPlan {
 	defer f.mu.Unlock()
 	if !f.sweeping && now.Sub(f.sweptAt) >= max(f.every, sweepShare*f.took) {
 		f.sweptAt, f.sweeping = now, true
-		return claimPlan{limit: min(limit, sweepLimit)}
+		return claimPlan{sweep: true, limit: min(limit, sweepLimit)}
 	}
 	return claimPlan{
 		floored: true,
