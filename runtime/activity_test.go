@@ -3,6 +3,9 @@ package skipjack_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,11 +28,14 @@ func TestActivityCountsDeletedJobs(t *testing.T) {
 	begin := dbNow(t, pool).Add(-time.Minute)
 	const ok, fail, flaky, inTx = 20, 5, 3, 2
 	labels := map[string]int{"ok": ok, "fail": fail, "flaky": flaky, "tx": inTx}
+	attempts := &attemptRecorder{labels: map[int64]string{}}
 	for label, n := range labels {
 		for i := range n {
-			if _, err := fast.Enqueue(ctx, pool, fast.Payload{N: int64(i), Label: label}); err != nil {
+			id, err := fast.Enqueue(ctx, pool, fast.Payload{N: int64(i), Label: label})
+			if err != nil {
 				t.Fatal(err)
 			}
+			attempts.labels[id] = label
 		}
 	}
 	stop := start(t, fast.NewWorker(pool, func(ctx context.Context, job *fast.Job) error {
@@ -41,18 +47,20 @@ func TestActivityCountsDeletedJobs(t *testing.T) {
 				return errors.New("try again")
 			}
 		case "tx":
-			tx, err := pool.Begin(ctx)
+			txCtx, cancel := beyondTimeout(ctx)
+			defer cancel()
+			tx, err := pool.Begin(txCtx)
 			if err != nil {
 				return err
 			}
-			defer tx.Rollback(ctx)
-			if err := fast.CompleteTx(ctx, tx, job); err != nil {
+			defer tx.Rollback(txCtx)
+			if err := fast.CompleteTx(txCtx, tx, job); err != nil {
 				return err
 			}
-			return tx.Commit(ctx)
+			return tx.Commit(txCtx)
 		}
 		return nil
-	}, skipjack.WorkerConfig{Concurrency: 4, Logger: newLogs(t).logger()}))
+	}, skipjack.WorkerConfig{Concurrency: 4, Logger: newLogs(t).logger(), Hooks: attempts}))
 	waitFor(t, 20*time.Second, "every job to finish", func() bool {
 		return queryInt(t, pool, `SELECT count(*) FROM skipjack.fast WHERE state IN ('pending', 'running')`) == 0
 	})
@@ -71,8 +79,8 @@ func TestActivityCountsDeletedJobs(t *testing.T) {
 		got.Waits = skipjack.AddWaits(got.Waits, m.Waits)
 	}
 	if got.Completed != ok+flaky+inTx || got.Failed != fail || got.Retried != flaky {
-		t.Errorf("Activity summed to completed %d, failed %d, retried %d; want %d, %d, %d",
-			got.Completed, got.Failed, got.Retried, ok+flaky+inTx, fail, flaky)
+		t.Errorf("Activity summed to completed %d, failed %d, retried %d; want %d, %d, %d; the worker's attempts:\n%s",
+			got.Completed, got.Failed, got.Retried, ok+flaky+inTx, fail, flaky, attempts)
 	}
 	var waits int64
 	for _, n := range got.Waits {
@@ -88,6 +96,29 @@ func TestActivityCountsDeletedJobs(t *testing.T) {
 	if n := queryInt(t, pool, `SELECT count(*) FROM skipjack.fast`); n != fail {
 		t.Errorf("%d rows left in fast, want the %d failed ones (completed jobs are deleted at ack)", n, fail)
 	}
+}
+
+// attemptRecorder is a JobEndHook that keeps every attempt's outcome, so a
+// test that counts outcomes can say which attempts it did not expect.
+type attemptRecorder struct {
+	labels map[int64]string // the jobs' labels by id, written before the worker runs
+	mu     sync.Mutex
+	lines  []string
+}
+
+// JobEnd records one attempt.
+func (r *attemptRecorder) JobEnd(_ context.Context, job skipjack.JobInfo, res skipjack.AttemptResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf("job %d (%s) attempt %d: %s after %v (%v)",
+		job.ID, r.labels[job.ID], job.Attempt, res.Outcome, res.Took, res.Err))
+}
+
+// String lists the attempts in the order they ended.
+func (r *attemptRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n")
 }
 
 // TestWaitQuantile checks the quantiles read from a wait histogram.

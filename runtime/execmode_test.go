@@ -119,11 +119,13 @@ func exerciseQueues(t *testing.T, pool *pgxpool.Pool, pollOnly bool) {
 				return skipjack.Permanent(errors.New("no use retrying"))
 			}
 		case "tx":
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, `INSERT INTO side VALUES ($1)`, job.ID); err != nil {
+			txCtx, cancel := beyondTimeout(ctx)
+			defer cancel()
+			return pgx.BeginFunc(txCtx, pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(txCtx, `INSERT INTO side VALUES ($1)`, job.ID); err != nil {
 					return err
 				}
-				return fast.CompleteTx(ctx, tx, job)
+				return fast.CompleteTx(txCtx, tx, job)
 			})
 		}
 		return nil

@@ -68,6 +68,18 @@ func newQueues(t testing.TB, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
+// beyondTimeout returns a context for a transaction that a handler of the
+// fast queue commits with CompleteTx, with a deadline of its own instead of
+// the attempt's. The queue's 500 ms timeout is there for the tests of
+// timeouts; on a loaded machine a transaction's round trips and its wait
+// for a pool connection can outlast it, and the attempt would be retried,
+// which the tests that count runs do not expect. An attempt that still
+// overruns its timeout is acknowledged by its transaction all the same:
+// the retry the worker then writes finds no job to retry.
+func beyondTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
 // logs collects a worker's log records so tests can assert on them, and
 // echoes them to the test log.
 type logs struct {
