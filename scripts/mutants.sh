@@ -217,6 +217,8 @@ feature_mutants=(
   "sweep-holds-crowded-claims :: skipjackimpl/fetch.go :: s/(!crowded || inFlight == int(r.sweeps.Load()))/(!crowded || inFlight == 0)/ :: TestCrowdedWorkerClaimsBesideSweep :: ./skipjackimpl"
   "sweep-keeps-its-capacity :: skipjackimpl/fetch.go :: s/if spare := limit - plan.limit; spare > 0 {/if spare := limit - plan.limit; spare > limit {/ :: TestCrowdedWorkerClaimsBesideSweep :: ./skipjackimpl"
   "sweeps-overlap :: skipjackimpl/floor.go :: s/if !f.sweeping \&\& now.Sub(f.sweptAt)/if now.Sub(f.sweptAt)/ :: TestClaimFloor :: ./skipjackimpl"
+  "pinned-slack-never :: skipjackimpl/floor.go :: s/if f.took >= pinnedSweep {/if false \&\& f.took >= pinnedSweep {/ :: TestClaimFloor :: ./skipjackimpl"
+  "pinned-slack-always :: skipjackimpl/floor.go :: s/if f.took >= pinnedSweep {/if true || f.took >= pinnedSweep {/ :: TestClaimFloor :: ./skipjackimpl"
   "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, millis(c.wait))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turns-never-pause :: skipjackimpl/fetch.go :: s/turnsOffUntil = time.Now().Add(turnPause)/_ = turnPause/ :: TestStalledTurnDoesNotStopClaims :: ."

@@ -19,6 +19,27 @@ import (
 // jobs/s, BENCHMARKS.md, issue 42).
 const floorSlack = time.Second
 
+// pinnedSlack is how far behind its claim's clock a floor stays while the
+// last sweep took pinnedSweep or longer: a sweep that slow walked many
+// entries that nothing could mark dead, so the horizon is pinned (or
+// readers hold old snapshots), and every floored claim walks the entries of
+// the jobs claimed during its slack, with a heap fetch each. Under a
+// 5-minute pin at 1,000 jobs/s a floored claim read about 950 shared
+// buffers with floorSlack and 260 with 250 ms, and the pin's pickup p99
+// went from 145 ms to 4.9 s in five runs to 72 and 78 ms in two
+// (BENCHMARKS.md, issue 42). The price is paid while sweeps are slow only:
+// a job whose enqueueing transaction took between pinnedSlack and
+// floorSlack to commit waits for the next sweep, as one that took longer
+// than floorSlack always does.
+const pinnedSlack = 250 * time.Millisecond
+
+// pinnedSweep is the sweep duration from which floors keep pinnedSlack. A
+// sweep with a clean horizon claims the first due job of the claim index
+// after a few entries the scans before it could not mark dead: well under
+// a millisecond on the server. One minute into a pin at 1,000 jobs/s it
+// walks about 60,000 entries, which took 40 ms.
+const pinnedSweep = 20 * time.Millisecond
+
 // sweepLimit is how many jobs a sweep claims. A sweep walks every dead
 // entry of the claim index when the horizon is pinned, so the jobs it
 // claims wait as long as that walk; it claims one, and the claims after it
@@ -132,7 +153,7 @@ func (f *claimFloor) claimed(p claimPlan, rows []ClaimedRow, at time.Time) {
 		f.lowerLocked(rows)
 		return
 	}
-	cut := at.Add(-floorSlack)
+	cut := at.Add(-f.slackLocked())
 	lowest := make([]int, len(f.at.runAts)) // per priority, 1 + the index in rows of its lowest job
 	for i, r := range rows {
 		k := int(r.Priority)
@@ -154,6 +175,16 @@ func (f *claimFloor) claimed(p claimPlan, rows []ClaimedRow, at time.Time) {
 			f.at.runAts[k], f.at.ids[k] = cut, 0
 		}
 	}
+}
+
+// slackLocked returns how far behind a claim's clock the floors it sets
+// stay: floorSlack, or pinnedSlack while the last sweep was slow enough to
+// show a pinned horizon. f.mu must be held.
+func (f *claimFloor) slackLocked() time.Duration {
+	if f.took >= pinnedSweep {
+		return pinnedSlack
+	}
+	return floorSlack
 }
 
 // swept records that a sweep returned, and how long it took.

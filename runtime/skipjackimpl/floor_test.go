@@ -7,8 +7,8 @@ import (
 
 // TestClaimFloor checks how claims move the floors: a floored claim sets
 // the floor of each priority it took jobs of to the lowest job it took, or
-// to its clock less floorSlack when that is lower; a sweep (one per
-// period) and a release only ever lower them.
+// to its clock less floorSlack (pinnedSlack after a slow sweep) when that
+// is lower; a sweep (one per period) and a release only ever lower them.
 func TestClaimFloor(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
@@ -36,6 +36,35 @@ func TestClaimFloor(t *testing.T) {
 			name:  "jobs younger than the slack: the claim's clock less the slack",
 			steps: func(f *claimFloor) { f.claimed(f.plan(t0, 10), []ClaimedRow{row(0, t0.Add(-time.Millisecond), 9)}, t0) },
 			want:  []key{{t0.Add(-floorSlack), 0}},
+		},
+		{
+			name: "after a slow sweep, jobs younger than the slack: the claim's clock less the pinned slack",
+			steps: func(f *claimFloor) {
+				f.plan(t0, 10)
+				f.swept(pinnedSweep)
+				f.claimed(f.plan(t0.Add(time.Millisecond), 10), []ClaimedRow{row(0, t0.Add(-time.Millisecond), 9)}, t0)
+			},
+			want: []key{{t0.Add(-pinnedSlack), 0}},
+		},
+		{
+			name: "after a fast sweep, the full slack again",
+			steps: func(f *claimFloor) {
+				f.plan(t0, 10)
+				f.swept(pinnedSweep)
+				f.plan(t0.Add(time.Second), 10)
+				f.swept(pinnedSweep - time.Millisecond)
+				f.claimed(f.plan(t0.Add(time.Second+time.Millisecond), 10), []ClaimedRow{row(0, t0.Add(time.Second-time.Millisecond), 9)}, t0.Add(time.Second))
+			},
+			want: []key{{t0.Add(time.Second - floorSlack), 0}},
+		},
+		{
+			name: "after a slow sweep, a backlog older than the slack: still the lowest job taken",
+			steps: func(f *claimFloor) {
+				f.plan(t0, 10)
+				f.swept(time.Second)
+				f.claimed(f.plan(t0.Add(time.Millisecond), 10), []ClaimedRow{row(0, t0.Add(-time.Minute), 7)}, t0)
+			},
+			want: []key{{t0.Add(-time.Minute), 7}},
 		},
 		{
 			name: "a claim that took nothing moves nothing",
