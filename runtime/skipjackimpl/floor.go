@@ -25,8 +25,8 @@ const floorSlack = time.Second
 // readers hold old snapshots), and every floored claim walks the entries of
 // the jobs claimed during its slack, with a heap fetch each. Under a
 // 5-minute pin at 1,000 jobs/s a floored claim read about 950 shared
-// buffers with floorSlack and 260 with 250 ms, and the pin's pickup p99
-// went from 145 ms to 4.9 s in five runs to 72 and 78 ms in two
+// buffers with floorSlack and 260 with pinnedSlack, and the pin's pickup
+// p99 was 64 to 159 ms in four runs, against 71 ms to 4.9 s in five
 // (BENCHMARKS.md, issue 42). The price is paid while sweeps are slow only:
 // a job whose enqueueing transaction took between pinnedSlack and
 // floorSlack to commit waits for the next sweep, as one that took longer
