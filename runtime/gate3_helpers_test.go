@@ -70,6 +70,13 @@ func (c *claimClock) count() int {
 	return len(c.starts)
 }
 
+// jobCount returns how many jobs the claim statements took.
+func (c *claimClock) jobCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.jobs
+}
+
 // variant is one kind of claim the generator renders (unlimited,
 // limits.concurrency, limits.rate, serial.by, limits.per_key), seen through
 // its test queue's generated package.

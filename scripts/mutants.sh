@@ -120,6 +120,9 @@ mutants=(
   "pause-gate-waiters-start :: skipjackimpl/operator.go :: s/^\t\treturn false, g.reading$/\t\treturn false, nil/ :: TestPauseStopsPrefetchedPollOnly :: ."
   "pause-count-ignored-at-start :: skipjackimpl/operator.go :: s/case e.cancelled || r.stopped || r.pauses != pauses:/case e.cancelled || r.stopped:/ :: TestPauseStopsPrefetchedPollOnly :: ."
   "missed-pause-not-read :: skipjackimpl/operator.go :: s/^\tif paused {$/\tif false \&\& paused {/ :: TestPauseMissedByListenerGivesBackPrefetched :: ."
+  # Jobs given back on a stale pause note (the queue was resumed meanwhile) are claimed again.
+  "stale-pause-claim-stranded :: skipjackimpl/fetch.go :: s/if paused \&\& len(es) > 0 {/if false \&\& paused \&\& len(es) > 0 {/ :: TestStalePauseNoteStrandsNoJob :: ."
+  "stale-pause-prefetched-stranded :: skipjackimpl/operator.go :: s/^\tr.reclaimAfterPause()$/\t_ = r.reclaimAfterPause/ :: TestStalePauseNoteStrandsNoJob :: ."
   # Issue 40.
   "periodic-on-user-pool :: skipjackimpl/worker.go :: s/slots = r.w.bind(control).slots()/slots = r.w.slots/ :: TestPeriodicWhilePoolExhausted :: ."
   "liveness-wall-clock :: skipjackimpl/liveness.go :: s/return at != nil \&\& now.Sub(\*at) > proof/return at != nil \&\& now.Round(0).Sub(at.Round(0)) > proof/ :: TestLivenessAcrossClockSteps :: ./skipjackimpl"

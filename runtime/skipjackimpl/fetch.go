@@ -450,7 +450,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	}
 	r.mu.Lock()
 	r.asked -= reserved
-	if r.stopped || r.pauses != pauses || (err != nil && len(entries) > 0) {
+	if paused := !r.stopped && r.pauses != pauses; r.stopped || paused || (err != nil && len(entries) > 0) {
 		// Stopped, or paused (the claim may have read the queue before
 		// the pause): the jobs go back at once.
 		r.inflight -= reserved
@@ -463,6 +463,9 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 			es[i] = &entries[i]
 		}
 		r.releaser.release(es)
+		if paused && len(es) > 0 {
+			r.reclaimAfterPause()
+		}
 		return claimResult{limit: limit, n: len(rows), sweep: plan.sweep, err: err}
 	}
 	stale := 0

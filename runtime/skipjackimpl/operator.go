@@ -114,6 +114,7 @@ func (o *operatorNotes[T]) givePausedBackIfPaused(timeout time.Duration, failed 
 // attempt restored) when an operator paused the queue, so that none of
 // them starts until Resume. A claim in flight meanwhile gives its jobs
 // back too (see pauses): it may have read the queue before the pause.
+// Either way the fetcher then claims once more (reclaimAfterPause).
 func (o *operatorNotes[T]) givePausedBack() {
 	r := o.r
 	r.mu.Lock()
@@ -124,13 +125,25 @@ func (o *operatorNotes[T]) givePausedBack() {
 	r.pauses++
 	queued := r.takeQueuedLocked()
 	r.mu.Unlock()
+	r.log.Debug("skipjack: a pause was noted; claims in flight and prefetched jobs go back", "prefetched", len(queued))
 	if len(queued) == 0 {
 		return
 	}
 	r.log.Info("skipjack: the queue was paused; giving back the prefetched jobs", "jobs", len(queued))
 	signal(r.capacityFreed)
 	r.releaser.release(queued)
+	r.reclaimAfterPause()
 }
+
+// reclaimAfterPause makes the fetcher claim again after jobs went back
+// because a pause was noted (givePausedBack, or a claim in flight across
+// the note). The note may be stale: a worker that reads the pause state
+// once its listener listens (pauseMissed) can act on a pause after the
+// Resume that ended it, whose wake-up it has spent already. Nothing else
+// would then wake it before its next poll, which may be far off. While
+// the queue is paused, the claim this costs takes nothing: claims read
+// the pause state themselves.
+func (r *runner[T]) reclaimAfterPause() { signal(r.claimable) }
 
 // takeCancelledLocked takes the jobs an operator cancelled out of the
 // prefetched queue, as takeQueuedLocked takes them all; r.mu must be held.
