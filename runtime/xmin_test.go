@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,4 +247,99 @@ func TestJobBelowFloorIsClaimed(t *testing.T) {
 			t.Logf("the job due an hour ago ran %v after it was enqueued, %d other jobs ran meanwhile", took.Round(time.Millisecond), ran()-101)
 		})
 	}
+}
+
+// TestPinnedHorizonSpacesShortClaims checks that while sweeps show a pinned
+// horizon, a worker that keeps up with its enqueues sends a claim at most
+// every 20 ms (pinnedClaimGap) rather than one per notified enqueue:
+// under the pin every floored claim walks the dead entries of the last
+// pinnedSlack of claimed jobs, however few jobs it takes. The horizon is
+// pinned, and 100,000 jobs made pending and then completed leave their
+// dead entries in the claim index, so that every sweep (one job, the whole
+// index) takes 20 ms or more; then 4 producers enqueue one job each every
+// 10 ms for 2 s, each enqueue notifying the worker, which is at
+// WorkerConfig{}. Before, the worker claimed each job or two as it came:
+// several hundred claims in the 2 s.
+func TestPinnedHorizonSpacesShortClaims(t *testing.T) {
+	t.Parallel()
+	pool := newQueues(t, 20)
+	ctx := context.Background()
+	pinHorizon(t, pool)
+	for _, sql := range []string{
+		`INSERT INTO "skipjack"."demo" ("payload") SELECT '{}' FROM generate_series(1, 100000)`,
+		`UPDATE "skipjack"."demo" SET "state" = 'completed', "finished_at" = now() WHERE "state" = 'pending'`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := &claimRecord{}
+	var ran atomic.Int64
+	start(t, demo.NewWorker(pool, func(context.Context, *demo.Job) error {
+		ran.Add(1)
+		return nil
+	}, skipjack.WorkerConfig{Hooks: claims, Logger: quietLogger(t)}))
+	// A sweep claims at most one job; the worker's other claims may take
+	// all its free capacity, far more.
+	waitFor(t, time.Minute, "a sweep of 20 ms or more", func() bool {
+		return claims.count(func(c recordedClaim) bool { return c.Limit == 1 && c.Took >= 20*time.Millisecond }) > 0
+	})
+	const producers, every, lasting = 4, 10 * time.Millisecond, 2 * time.Second
+	from := time.Now()
+	var wg sync.WaitGroup
+	var enqueued atomic.Int64
+	for range producers {
+		wg.Go(func() {
+			for time.Since(from) < lasting {
+				if _, err := demo.Enqueue(ctx, pool, demo.Payload{}); err != nil {
+					t.Error(err)
+					return
+				}
+				enqueued.Add(1)
+				time.Sleep(every)
+			}
+		})
+	}
+	wg.Wait()
+	to := time.Now()
+	waitFor(t, time.Minute, "the enqueued jobs to run", func() bool { return ran.Load() == enqueued.Load() })
+	sent := claims.count(func(c recordedClaim) bool { return c.Limit > 1 && !c.sent.Before(from) && c.sent.Before(to) })
+	most := int(to.Sub(from)/(20*time.Millisecond)) + 2
+	t.Logf("%d jobs enqueued in %v, %d claims sent meanwhile (at most %d)", enqueued.Load(), to.Sub(from).Round(time.Millisecond), sent, most)
+	if sent > most {
+		t.Errorf("with the horizon pinned, the worker sent %d claims in %v, want at most %d (one per 20 ms)", sent, to.Sub(from).Round(time.Millisecond), most)
+	}
+}
+
+// claimRecord is a ClaimHook that keeps every claim it is told of.
+type claimRecord struct {
+	mu     sync.Mutex
+	claims []recordedClaim
+}
+
+// recordedClaim is a claim statement and when it was sent.
+type recordedClaim struct {
+	skipjack.ClaimInfo
+	sent time.Time
+}
+
+// ClaimDone records c.
+func (l *claimRecord) ClaimDone(c skipjack.ClaimInfo) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claims = append(l.claims, recordedClaim{ClaimInfo: c, sent: now.Add(-c.Took)})
+}
+
+// count returns how many of the claims match.
+func (l *claimRecord) count(match func(recordedClaim) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.claims {
+		if match(c) {
+			n++
+		}
+	}
+	return n
 }

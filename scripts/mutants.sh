@@ -222,6 +222,8 @@ feature_mutants=(
   "sweeps-overlap :: skipjackimpl/floor.go :: s/if !f.sweeping \&\& now.Sub(f.sweptAt)/if now.Sub(f.sweptAt)/ :: TestClaimFloor :: ./skipjackimpl"
   "pinned-slack-never :: skipjackimpl/floor.go :: s/if f.took >= pinnedSweep {/if false \&\& f.took >= pinnedSweep {/ :: TestClaimFloor :: ./skipjackimpl"
   "pinned-slack-always :: skipjackimpl/floor.go :: s/if f.took >= pinnedSweep {/if true || f.took >= pinnedSweep {/ :: TestClaimFloor :: ./skipjackimpl"
+  "pinned-claims-not-spaced :: skipjackimpl/floor.go :: s/return pinnedClaimGap/return 0/ :: TestPinnedHorizonSpacesShortClaims :: ."
+  "claims-spaced-unpinned :: skipjackimpl/floor.go :: s/^\treturn 0$/\treturn pinnedClaimGap/ :: TestClaimGap :: ./skipjackimpl"
   "session-counts-row-per-minute :: internal/testqueue/demo/internal/db/queries.sql.go :: s#'session/' || pg_backend_pid() || '/' || ((SELECT \"n\" FROM acks) - 1) / 512#'session/' || pg_backend_pid()# :: TestCompleteTxCountsUnderPinnedHorizon :: ."
   "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, millis(c.wait))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."

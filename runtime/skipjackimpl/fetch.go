@@ -220,15 +220,29 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	var ids crowd
 	crowded := true
 	var turnsOffUntil time.Time // see turnPause
+	// While the horizon looks pinned, a claim after a short one waits
+	// until pinnedClaimGap after the last was sent (see claimGap).
+	var lastSent time.Time
+	gap := time.NewTimer(time.Hour)
+	gap.Stop()
+	defer gap.Stop()
 
 	for ctx.Err() == nil {
 		// A crowded worker's one claim at a time does not count a sweep:
 		// a sweep claims one job, and under a pinned horizon it walks
 		// every dead entry of the claim index for as long as a second,
 		// which would stall every pickup of the worker meanwhile.
-		if more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == int(r.sweeps.Load())) {
+		ready := more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == int(r.sweeps.Load()))
+		if ready && !lastFull {
+			if wait := time.Until(lastSent.Add(r.claimer.floor.claimGap())); wait > 0 {
+				gap.Reset(wait)
+				ready = false
+			}
+		}
+		if ready {
 			if limit := r.reserve(); limit > 0 {
 				inFlight++
+				lastSent = time.Now()
 				if !lastFull {
 					more = false
 				}
@@ -283,6 +297,7 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 			}
 			resetPoll(jitter(r.cfg.PollInterval))
 		case <-r.capacityFreed:
+		case <-gap.C:
 		case <-retry.C:
 			backingOff = false
 		}

@@ -40,6 +40,21 @@ const pinnedSlack = 250 * time.Millisecond
 // sweeps read 30,000 to 40,000 shared buffers and took 40 to 60 ms.
 const pinnedSweep = 20 * time.Millisecond
 
+// pinnedClaimGap is how long after a claim was sent the next one waits,
+// while the last sweep took pinnedSweep or longer, unless the claim before
+// it filled its limit. Under a pinned horizon a floored claim walks the
+// dead entries of the jobs claimed during its slack (pinnedSlack), with a
+// heap fetch each, however few jobs it takes, and every notified enqueue
+// wakes a claim: at 1,000 single-row enqueues a second, a worker at
+// WorkerConfig{} sent about 450 claims a second of about 2 jobs each, each
+// reading about 210 shared buffers, on the pages the enqueues and
+// acknowledgements were writing (BENCHMARKS.md, issue 42). Claims at most
+// this often take the jobs that arrived meanwhile in one walk. The price,
+// while the horizon is pinned: a job waits up to this much longer for its
+// claim when claims keep up with the enqueues; a backlog is claimed as
+// before, one full claim after another.
+const pinnedClaimGap = 20 * time.Millisecond
+
 // sweepLimit is how many jobs a sweep claims. A sweep walks every dead
 // entry of the claim index when the horizon is pinned, so the jobs it
 // claims wait as long as that walk; it claims one, and the claims after it
@@ -186,6 +201,22 @@ func (f *claimFloor) slackLocked() time.Duration {
 		return pinnedSlack
 	}
 	return floorSlack
+}
+
+// claimGap returns how long after the last claim was sent the next one
+// waits when the last came back short: pinnedClaimGap while the last sweep
+// was slow enough to show a pinned horizon, else 0. A nil claimFloor (a
+// worker without floors) never waits.
+func (f *claimFloor) claimGap() time.Duration {
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.took >= pinnedSweep {
+		return pinnedClaimGap
+	}
+	return 0
 }
 
 // swept records that a sweep returned, and how long it took.

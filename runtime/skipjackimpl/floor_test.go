@@ -151,6 +151,41 @@ func TestClaimFloor(t *testing.T) {
 	}
 }
 
+// TestClaimGap checks when short claims are spaced: only after a sweep
+// slow enough to show a pinned horizon, and no longer after a fast one;
+// never for a worker without floors.
+func TestClaimGap(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		sweeps []time.Duration // the sweeps' durations, in order
+		want   time.Duration
+	}{
+		{name: "no sweep yet", want: 0},
+		{name: "a fast sweep", sweeps: []time.Duration{pinnedSweep - time.Millisecond}, want: 0},
+		{name: "a slow sweep", sweeps: []time.Duration{pinnedSweep}, want: pinnedClaimGap},
+		{name: "a fast sweep after a slow one", sweeps: []time.Duration{time.Second, time.Millisecond}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newClaimFloor(false, time.Second, t0)
+			for i, d := range tt.sweeps {
+				f.plan(t0.Add(time.Duration(i+1)*time.Minute), 10)
+				f.swept(d)
+			}
+			if got := f.claimGap(); got != tt.want {
+				t.Errorf("claimGap() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	var none *claimFloor
+	if got := none.claimGap(); got != 0 {
+		t.Errorf("claimGap() of a worker without floors = %v, want 0", got)
+	}
+}
+
 // TestClaimFloorNil checks that a worker without floors plans unfloored
 // claims of its whole limit and ignores what they return.
 func TestClaimFloorNil(t *testing.T) {
