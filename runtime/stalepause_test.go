@@ -16,7 +16,8 @@ import (
 // paused after all: the note was stale (the queue was resumed before the
 // worker acted on it) and the Resume's wake-up was spent already.
 //
-// That is how TestGate3PauseHoldsEveryClaimVariant once timed out in CI.
+// That is, most likely, how TestGate3PauseHoldsEveryClaimVariant once
+// timed out in CI (its log held only the timeout).
 // A worker whose listener LISTENs after a Pause reads the pause state
 // (pauseMissed); when that read and the Resume race, the Resume's wake-up
 // starts a claim, and the pause the read found arrives while that claim
