@@ -250,16 +250,20 @@ func TestJobBelowFloorIsClaimed(t *testing.T) {
 }
 
 // TestPinnedHorizonSpacesShortClaims checks that while sweeps show a pinned
-// horizon, a worker that keeps up with its enqueues sends a claim at most
-// every 20 ms (pinnedClaimGap) rather than one per notified enqueue:
-// under the pin every floored claim walks the dead entries of the last
-// pinnedSlack of claimed jobs, however few jobs it takes. The horizon is
-// pinned, and 100,000 jobs made pending and then completed leave their
-// dead entries in the claim index, so that every sweep (one job, the whole
-// index) takes 20 ms or more; then 4 producers enqueue one job each every
-// 10 ms for 2 s, each enqueue notifying the worker, which is at
-// WorkerConfig{}. Before, the worker claimed each job or two as it came:
-// several hundred claims in the 2 s.
+// horizon, a worker whose claims are slow, as on a server at its CPU's
+// edge, sends a claim at most every 20 ms (pinnedClaimGap) rather than one
+// per notified enqueue: under the pin every floored claim walks the dead
+// entries of the last pinnedSlack of claimed jobs, however few jobs it
+// takes. The horizon is pinned, and 100,000 jobs made pending and then
+// completed leave their dead entries in the claim index, as under a real
+// pin; so that the durations do not depend on the machine's speed (on a
+// fast one a sweep of those entries took under 20 ms), a trigger makes
+// every sweep (Claim) last 25 ms more, so that it shows a pinned horizon,
+// and every floored claim (ClaimFrom) 6 ms more, so that claimGapShare
+// times its duration is past pinnedClaimGap. Then 4 producers enqueue one job each every 10 ms for 2
+// s, each enqueue notifying the worker, which is at WorkerConfig{}. Before,
+// the worker claimed each job or two as it came: several hundred claims in
+// the 2 s.
 func TestPinnedHorizonSpacesShortClaims(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 20)
@@ -268,6 +272,17 @@ func TestPinnedHorizonSpacesShortClaims(t *testing.T) {
 	for _, sql := range []string{
 		`INSERT INTO "skipjack"."demo" ("payload") SELECT '{}' FROM generate_series(1, 100000)`,
 		`UPDATE "skipjack"."demo" SET "state" = 'completed', "finished_at" = now() WHERE "state" = 'pending'`,
+		`CREATE FUNCTION "skipjack"."slow_claims"() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF current_query() LIKE '-- name: ClaimFrom %' THEN
+				PERFORM pg_sleep(0.006);
+			ELSIF current_query() LIKE '-- name: Claim %' THEN
+				PERFORM pg_sleep(0.025);
+			END IF;
+			RETURN NULL;
+		END $$`,
+		`CREATE TRIGGER "slow_claims" AFTER UPDATE ON "skipjack"."demo"
+			FOR EACH STATEMENT EXECUTE FUNCTION "skipjack"."slow_claims"()`,
 	} {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)

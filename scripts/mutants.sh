@@ -222,8 +222,12 @@ feature_mutants=(
   "sweeps-overlap :: skipjackimpl/floor.go :: s/if !f.sweeping \&\& now.Sub(f.sweptAt)/if now.Sub(f.sweptAt)/ :: TestClaimFloor :: ./skipjackimpl"
   "pinned-slack-never :: skipjackimpl/floor.go :: s/if f.took >= pinnedSweep {/if false \&\& f.took >= pinnedSweep {/ :: TestClaimFloor :: ./skipjackimpl"
   "pinned-slack-always :: skipjackimpl/floor.go :: s/if f.took >= pinnedSweep {/if true || f.took >= pinnedSweep {/ :: TestClaimFloor :: ./skipjackimpl"
-  "pinned-claims-not-spaced :: skipjackimpl/floor.go :: s/return pinnedClaimGap/return 0/ :: TestPinnedHorizonSpacesShortClaims :: ."
+  "pinned-claims-not-spaced :: skipjackimpl/floor.go :: s/return min(pinnedClaimGap, claimGapShare\*lastTook)/return 0/ :: TestPinnedHorizonSpacesShortClaims :: ."
   "claims-spaced-unpinned :: skipjackimpl/floor.go :: s/^\treturn 0$/\treturn pinnedClaimGap/ :: TestClaimGap :: ./skipjackimpl"
+  # The gap follows the claims' own duration: a server with room to spare
+  # is not held to the gap a slow one needs.
+  "claim-gap-fixed :: skipjackimpl/floor.go :: s/return min(pinnedClaimGap, claimGapShare\*lastTook)/return pinnedClaimGap/ :: TestClaimGap :: ./skipjackimpl"
+  "claim-gap-without-claim-time :: skipjackimpl/fetch.go :: s/lastTook = res.took/_ = res.took/ :: TestPinnedHorizonSpacesShortClaims :: ."
   "session-counts-row-per-minute :: internal/testqueue/demo/internal/db/queries.sql.go :: s#'session/' || pg_backend_pid() || '/' || ((SELECT \"n\" FROM acks) - 1) / 512#'session/' || pg_backend_pid()# :: TestCompleteTxCountsUnderPinnedHorizon :: ."
   "turn-wait-unbounded :: skipjackimpl/claimbatch.go :: s/b.Queue(turnWaitSQL, millis(c.wait))/b.Queue(turnWaitSQL, \"0\")/ :: TestStalledTurnDoesNotStopClaims :: ."
   "turn-timeout-not-retried :: skipjackimpl/fetch.go :: s/turnWaited := inTurn \&\& errors.Is(err, errTurnWaited)/turnWaited := inTurn \&\& false \&\& errors.Is(err, errTurnWaited)/ :: TestStalledTurnDoesNotStopClaims :: ."

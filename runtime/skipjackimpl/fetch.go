@@ -166,9 +166,10 @@ func (c *crowd) takeTurns(batchSize int) bool {
 // claimResult is what one claim statement did.
 type claimResult struct {
 	limit, n     int
-	minID, maxID int64 // the ids the claim took (when n > 0)
-	turnWaited   bool  // its wait for a turn timed out (it then claimed without one)
-	sweep        bool  // it read the whole claim index (see claimFloor)
+	minID, maxID int64         // the ids the claim took (when n > 0)
+	turnWaited   bool          // its wait for a turn timed out (it then claimed without one)
+	sweep        bool          // it read the whole claim index (see claimFloor)
+	took         time.Duration // from before its statement to its rows (see claimGap)
 	err          error
 }
 
@@ -221,8 +222,10 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 	crowded := true
 	var turnsOffUntil time.Time // see turnPause
 	// While the horizon looks pinned, a claim after a short one waits
-	// until pinnedClaimGap after the last was sent (see claimGap).
+	// after the last was sent, longer the longer the last claim took
+	// (see claimGap).
 	var lastSent time.Time
+	var lastTook time.Duration // of the last claim that was not a sweep
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
 	defer gap.Stop()
@@ -234,7 +237,7 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 		// which would stall every pickup of the worker meanwhile.
 		ready := more && !backingOff && inFlight < maxClaimsInFlight && (!crowded || inFlight == int(r.sweeps.Load()))
 		if ready && !lastFull {
-			if wait := time.Until(lastSent.Add(r.claimer.floor.claimGap())); wait > 0 {
+			if wait := time.Until(lastSent.Add(r.claimer.floor.claimGap(lastTook))); wait > 0 {
 				gap.Reset(wait)
 				ready = false
 			}
@@ -276,6 +279,9 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 				continue
 			}
 			bo.reset()
+			if !res.sweep {
+				lastTook = res.took
+			}
 			if res.n > 0 && !res.sweep {
 				// A sweep takes what its worker's floored claims passed
 				// over, out of their order: its ids tell nothing of others.
@@ -481,7 +487,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 		if paused && len(es) > 0 {
 			r.reclaimAfterPause()
 		}
-		return claimResult{limit: limit, n: len(rows), sweep: plan.sweep, err: err}
+		return claimResult{limit: limit, n: len(rows), sweep: plan.sweep, took: took, err: err}
 	}
 	stale := 0
 	var ends []func()
@@ -513,7 +519,7 @@ func (r *runner[T]) claim(limit int, inTurn bool, stop <-chan struct{}) claimRes
 	// A sweep that took its few jobs counts as full: the claim after it
 	// takes the rest from the floors it lowered.
 	r.lastShort.Store(len(rows) < plan.limit)
-	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, sweep: plan.sweep, err: err}
+	res := claimResult{limit: plan.limit, n: len(rows), turnWaited: turnWaited, sweep: plan.sweep, took: took, err: err}
 	for i, row := range rows {
 		if i == 0 || row.ID < res.minID {
 			res.minID = row.ID

@@ -40,20 +40,32 @@ const pinnedSlack = 250 * time.Millisecond
 // sweeps read 30,000 to 40,000 shared buffers and took 40 to 60 ms.
 const pinnedSweep = 20 * time.Millisecond
 
-// pinnedClaimGap is how long after a claim was sent the next one waits,
-// while the last sweep took pinnedSweep or longer, unless the claim before
-// it filled its limit. Under a pinned horizon a floored claim walks the
-// dead entries of the jobs claimed during its slack (pinnedSlack), with a
-// heap fetch each, however few jobs it takes, and every notified enqueue
-// wakes a claim: at 1,000 single-row enqueues a second, a worker at
-// WorkerConfig{} sent about 450 claims a second of about 2 jobs each, each
-// reading about 210 shared buffers, on the pages the enqueues and
-// acknowledgements were writing (BENCHMARKS.md, issue 42). Claims at most
-// this often take the jobs that arrived meanwhile in one walk. The price,
-// while the horizon is pinned: a job waits up to this much longer for its
-// claim when claims keep up with the enqueues; a backlog is claimed as
-// before, one full claim after another.
+// pinnedClaimGap is the longest a claim waits after the last one was
+// sent, while the last sweep took pinnedSweep or longer, unless the claim
+// before it filled its limit (see claimGap). Under a pinned horizon a
+// floored claim walks the dead entries of the jobs claimed during its
+// slack (pinnedSlack), with a heap fetch each, however few jobs it takes,
+// and every notified enqueue wakes a claim: at 1,000 single-row enqueues
+// a second, a worker at WorkerConfig{} sent about 450 claims a second of
+// about 2 jobs each, each reading about 210 shared buffers, on the pages
+// the enqueues and acknowledgements were writing (BENCHMARKS.md, issue
+// 42). Claims at most this often take the jobs that arrived meanwhile in
+// one walk. The price, while the horizon is pinned: a job waits up to
+// this much longer for its claim when claims keep up with the enqueues; a
+// backlog is claimed as before, one full claim after another.
 const pinnedClaimGap = 20 * time.Millisecond
+
+// claimGapShare is how many times as long as the last claim took a claim
+// after a short one waits while the horizon looks pinned, up to
+// pinnedClaimGap: the worker's short claims then keep a connection busy
+// for at most a quarter of the time. A server with room to spare answers a
+// floored claim under a pin in a millisecond or two, and its jobs wait a
+// few milliseconds more; a server at its CPU's edge answers slowly, and
+// the claims space out to pinnedClaimGap. Under a 5-minute pin at 1,000
+// jobs/s on a machine with room to spare, a fixed gap of pinnedClaimGap
+// raised the pickup p50 from 2.0 to 10 ms and the p99 from 7 to 30 ms
+// (BENCHMARKS.md, issue 42).
+const claimGapShare = 4
 
 // sweepLimit is how many jobs a sweep claims. A sweep walks every dead
 // entry of the claim index when the horizon is pinned, so the jobs it
@@ -204,17 +216,18 @@ func (f *claimFloor) slackLocked() time.Duration {
 }
 
 // claimGap returns how long after the last claim was sent the next one
-// waits when the last came back short: pinnedClaimGap while the last sweep
-// was slow enough to show a pinned horizon, else 0. A nil claimFloor (a
-// worker without floors) never waits.
-func (f *claimFloor) claimGap() time.Duration {
+// waits when the last came back short, given how long the last claim
+// (not a sweep) took: claimGapShare times that, at most pinnedClaimGap,
+// while the last sweep was slow enough to show a pinned horizon; else 0.
+// A nil claimFloor (a worker without floors) never waits.
+func (f *claimFloor) claimGap(lastTook time.Duration) time.Duration {
 	if f == nil {
 		return 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.took >= pinnedSweep {
-		return pinnedClaimGap
+		return min(pinnedClaimGap, claimGapShare*lastTook)
 	}
 	return 0
 }

@@ -151,21 +151,26 @@ func TestClaimFloor(t *testing.T) {
 	}
 }
 
-// TestClaimGap checks when short claims are spaced: only after a sweep
-// slow enough to show a pinned horizon, and no longer after a fast one;
-// never for a worker without floors.
+// TestClaimGap checks when short claims are spaced, and by how much: only
+// after a sweep slow enough to show a pinned horizon, and no longer after a
+// fast one; claimGapShare times as long as the last claim took, at most
+// pinnedClaimGap; never for a worker without floors.
 func TestClaimGap(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name   string
-		sweeps []time.Duration // the sweeps' durations, in order
-		want   time.Duration
+		name     string
+		sweeps   []time.Duration // the sweeps' durations, in order
+		lastTook time.Duration   // how long the last claim took
+		want     time.Duration
 	}{
-		{name: "no sweep yet", want: 0},
-		{name: "a fast sweep", sweeps: []time.Duration{pinnedSweep - time.Millisecond}, want: 0},
-		{name: "a slow sweep", sweeps: []time.Duration{pinnedSweep}, want: pinnedClaimGap},
-		{name: "a fast sweep after a slow one", sweeps: []time.Duration{time.Second, time.Millisecond}, want: 0},
+		{name: "no sweep yet", lastTook: 10 * time.Millisecond, want: 0},
+		{name: "a fast sweep", sweeps: []time.Duration{pinnedSweep - time.Millisecond}, lastTook: 10 * time.Millisecond, want: 0},
+		{name: "a slow sweep, a fast claim", sweeps: []time.Duration{pinnedSweep}, lastTook: time.Millisecond, want: 4 * time.Millisecond},
+		{name: "a slow sweep, a claim of a quarter of the gap", sweeps: []time.Duration{pinnedSweep}, lastTook: pinnedClaimGap / 4, want: pinnedClaimGap},
+		{name: "a slow sweep, a slow claim", sweeps: []time.Duration{time.Second}, lastTook: time.Second, want: pinnedClaimGap},
+		{name: "a slow sweep, no claim yet", sweeps: []time.Duration{time.Second}, want: 0},
+		{name: "a fast sweep after a slow one", sweeps: []time.Duration{time.Second, time.Millisecond}, lastTook: 10 * time.Millisecond, want: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,13 +180,13 @@ func TestClaimGap(t *testing.T) {
 				f.plan(t0.Add(time.Duration(i+1)*time.Minute), 10)
 				f.swept(d)
 			}
-			if got := f.claimGap(); got != tt.want {
-				t.Errorf("claimGap() = %v, want %v", got, tt.want)
+			if got := f.claimGap(tt.lastTook); got != tt.want {
+				t.Errorf("claimGap(%v) = %v, want %v", tt.lastTook, got, tt.want)
 			}
 		})
 	}
 	var none *claimFloor
-	if got := none.claimGap(); got != 0 {
+	if got := none.claimGap(time.Second); got != 0 {
 		t.Errorf("claimGap() of a worker without floors = %v, want 0", got)
 	}
 }
