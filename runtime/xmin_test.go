@@ -256,14 +256,14 @@ func TestJobBelowFloorIsClaimed(t *testing.T) {
 // entries of the last pinnedSlack of claimed jobs, however few jobs it
 // takes. The horizon is pinned, and 100,000 jobs made pending and then
 // completed leave their dead entries in the claim index, as under a real
-// pin; so that the durations do not depend on the machine's speed (on a
+// pin. So that the durations do not depend on the machine's speed (on a
 // fast one a sweep of those entries took under 20 ms), a trigger makes
 // every sweep (Claim) last 25 ms more, so that it shows a pinned horizon,
 // and every floored claim (ClaimFrom) 6 ms more, so that claimGapShare
-// times its duration is past pinnedClaimGap. Then 4 producers enqueue one job each every 10 ms for 2
-// s, each enqueue notifying the worker, which is at WorkerConfig{}. Before,
-// the worker claimed each job or two as it came: several hundred claims in
-// the 2 s.
+// times its duration is past pinnedClaimGap. Then 4 producers enqueue one
+// job each every 10 ms for 2 s, each enqueue notifying the worker, which
+// is at WorkerConfig{}. Without the gap, the worker claimed each job or
+// two as it came: 246 claims in the 2 s.
 func TestPinnedHorizonSpacesShortClaims(t *testing.T) {
 	t.Parallel()
 	pool := newQueues(t, 20)
