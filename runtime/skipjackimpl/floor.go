@@ -59,9 +59,9 @@ const pinnedClaimGap = 20 * time.Millisecond
 // after a short one waits while the horizon looks pinned, up to
 // pinnedClaimGap: the worker's short claims then keep a connection busy
 // for at most a quarter of the time. A server with room to spare answers a
-// floored claim under a pin in a millisecond or two, and its jobs wait a
-// few milliseconds more; a server at its CPU's edge answers slowly, and
-// the claims space out to pinnedClaimGap. Under a 5-minute pin at 1,000
+// floored claim under a pin quickly, and its jobs wait a few milliseconds
+// more; a server at its CPU's edge answers slowly, and the claims space
+// out to pinnedClaimGap. Under a 5-minute pin at 1,000
 // jobs/s on a machine with room to spare, a fixed gap of pinnedClaimGap
 // raised the pickup p50 from 2.0 to 10-11 ms and the p99 from 7 to 30 ms;
 // with this share they were 2.2-2.3 ms and 14-15 ms, and the claims read
