@@ -280,13 +280,14 @@ func (r *runner[T]) fetchLoop(ctx context.Context) {
 			}
 			bo.reset()
 			if !res.sweep {
-				lastTook = res.took
-			}
-			if res.n > 0 && !res.sweep {
 				// A sweep takes what its worker's floored claims passed
-				// over, out of their order: its ids tell nothing of others.
-				if c := ids.add(res); ids.full() {
-					crowded = c
+				// over, out of their order: its ids tell nothing of
+				// others, and its duration nothing of a floored claim's.
+				lastTook = res.took
+				if res.n > 0 {
+					if c := ids.add(res); ids.full() {
+						crowded = c
+					}
 				}
 			}
 			lastFull = res.n == res.limit

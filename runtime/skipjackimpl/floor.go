@@ -61,11 +61,11 @@ const pinnedClaimGap = 20 * time.Millisecond
 // for at most a quarter of the time. A server with room to spare answers a
 // floored claim under a pin quickly, and its jobs wait a few milliseconds
 // more; a server at its CPU's edge answers slowly, and the claims space
-// out to pinnedClaimGap. Under a 5-minute pin at 1,000
-// jobs/s on a machine with room to spare, a fixed gap of pinnedClaimGap
-// raised the pickup p50 from 2.0 to 10-11 ms and the p99 from 7 to 30 ms;
-// with this share they were 2.2-2.3 ms and 14-15 ms, and the claims read
-// 17% fewer buffers per job than with no gap (BENCHMARKS.md, issue 42).
+// out to pinnedClaimGap. Under a 5-minute pin at 1,000 jobs/s on a machine
+// with room to spare, a fixed gap of pinnedClaimGap raised the pickup p50
+// from 2.0 to 10-11 ms and the p99 from 7 to 30 ms; with this share they
+// were 2.2-2.3 ms and 14-15 ms, and the claims read 17% fewer buffers per
+// job than with no gap (BENCHMARKS.md, issue 42).
 const claimGapShare = 4
 
 // sweepLimit is how many jobs a sweep claims. A sweep walks every dead
